@@ -1,0 +1,114 @@
+"""The broker actor: registration, heartbeats, the metadata cache, group offsets.
+
+One per broker node, beside the broker's partition replicas. It does what Kafka's
+``BrokerLifecycleManager``, ``MetadataCache`` and (the offset-storage half of) the
+``GroupCoordinator`` do:
+
+* registers with the controller at start-up, saying whether the last shutdown was clean
+  (KAFKA-15586); gets a broker epoch; heartbeats every ``broker.heartbeat.interval.ms``;
+  re-registers when the controller does not recognise its epoch;
+* keeps the metadata cache (leader and leader epoch per partition) and routes the
+  controller's PartitionState (LeaderAndIsr) and BrokerStates to the local replicas,
+  dropping those from a stale controller epoch;
+* answers clients' Metadata requests and stores committed group offsets durably (the
+  ``__consumer_offsets`` log is not replicated in this model: the coordinator broker's disk
+  keeps them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core import Address, Machine
+from actors.log import BrokerDisk
+from actors.messages import (
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    BrokerHeartbeat,
+    BrokerRegistration,
+    BrokerRegistrationResponse,
+    BrokerStates,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetCommit,
+    OffsetCommitResponse,
+    OffsetFetch,
+    OffsetFetchResponse,
+    PartitionState,
+    Tick,
+)
+
+CONTROLLER: Address = ("controller", "controller")
+
+
+class Broker(Machine):
+    def __init__(self, node: str, broker_id: int, disk: BrokerDisk, *, incarnation: int,
+                 hosted: tuple[tuple[str, int], ...], heartbeat_interval_ms: int,
+                 registration_retry_ms: int = 1000) -> None:
+        super().__init__(node, "broker")
+        self.broker_id = broker_id
+        self.disk = disk
+        self.incarnation = incarnation
+        self.hosted = frozenset(hosted)
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.registration_retry_ms = registration_retry_ms
+        self.broker_epoch = -1
+        self.controller_epoch = -1
+        self.metadata: dict[tuple[str, int], tuple[int, int]] = {}
+        self.clean_shutdown = disk.clean_shutdown
+        self._registering = 0
+
+    def start(self) -> None:
+        self._register()
+
+    def _register(self) -> None:
+        self._registering += 1
+        self.send(CONTROLLER, BrokerRegistration(self.broker_id, self.incarnation,
+                                                 self.clean_shutdown))
+        self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
+
+    def handle(self, msg: Any, src: Address) -> None:
+        t = type(msg)
+        if t is PartitionState:
+            if msg.controller_epoch < self.controller_epoch:
+                return   # a zombie controller (controller-epoch fencing)
+            self.controller_epoch = msg.controller_epoch
+            self.metadata[(msg.topic, msg.partition)] = (msg.leader, msg.leader_epoch)
+            if (msg.topic, msg.partition) in self.hosted:
+                self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
+        elif t is BrokerStates:
+            if msg.controller_epoch < self.controller_epoch:
+                return
+            self.controller_epoch = msg.controller_epoch
+            for tp in sorted(self.hosted):
+                self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
+        elif t is BrokerRegistrationResponse:
+            if msg.broker_epoch < 0:
+                self.broker_epoch = -1
+                self._register()
+                return
+            if self.broker_epoch < 0:
+                self.broker_epoch = msg.broker_epoch
+                self._registering += 1   # cancels the retry timer
+                self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+        elif t is Tick:
+            if msg.kind == "heartbeat":
+                if self.broker_epoch >= 0:
+                    self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch))
+                self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+            elif msg.kind == "register_retry":
+                if msg.token == self._registering and self.broker_epoch < 0:
+                    self._register()
+        elif t is MetadataRequest:
+            parts = tuple((tp[0], tp[1], leader, epoch)
+                          for tp, (leader, epoch) in sorted(self.metadata.items()))
+            self.send(src, MetadataResponse(parts, msg.correlation))
+        elif t is OffsetCommit:
+            self.disk.committed_offsets[(msg.group, msg.topic, msg.partition)] = msg.offset
+            self.send(src, OffsetCommitResponse(msg.group, msg.topic, msg.partition, NONE,
+                                                msg.correlation))
+        elif t is OffsetFetch:
+            off = self.disk.committed_offsets.get((msg.group, msg.topic, msg.partition), -1)
+            err = NONE if self.broker_epoch >= 0 else COORDINATOR_NOT_AVAILABLE
+            self.send(src, OffsetFetchResponse(msg.group, msg.topic, msg.partition, off, err,
+                                               msg.correlation))

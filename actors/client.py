@@ -1,0 +1,73 @@
+"""What producers and consumers share: bootstrap brokers, the metadata cache, correlation ids.
+
+A client asks one broker at a time for metadata (round-robin over the bootstrap list, so a
+dead broker costs one timeout, as Kafka's ``NetworkClient`` least-loaded-node choice does),
+and refreshes on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH and on a timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core import Address, Machine
+from actors.messages import MetadataRequest, MetadataResponse, Tick
+
+
+class Client(Machine):
+    def __init__(self, node: str, name: str, *, brokers: tuple[int, ...],
+                 request_timeout_ms: int, retry_backoff_ms: int = 100) -> None:
+        super().__init__(node, name)
+        self.brokers = brokers
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.leaders: dict[tuple[str, int], tuple[int, int]] = {}
+        self._corr = 0
+        self._metadata_corr = -1
+        self._bootstrap_i = 0
+
+    def next_correlation(self) -> int:
+        self._corr += 1
+        return self._corr
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, int]:
+        return self.leaders.get((topic, partition), (-1, -1))
+
+    def replica_address(self, broker: int, topic: str, partition: int) -> Address:
+        return (f"broker-{broker}", f"{topic}-{partition}")
+
+    def refresh_metadata(self) -> None:
+        if self._metadata_corr >= 0:
+            return   # one metadata request at a time
+        corr = self.next_correlation()
+        self._metadata_corr = corr
+        broker = self.brokers[self._bootstrap_i % len(self.brokers)]
+        self._bootstrap_i += 1
+        self.send((f"broker-{broker}", "broker"), MetadataRequest(corr))
+        self.timer(self.request_timeout_ms, Tick("metadata_timeout", corr, 0))
+
+    def handle_metadata(self, msg: Any) -> bool:
+        """Consume metadata traffic; True when ``msg`` was a metadata message."""
+        if type(msg) is MetadataResponse:
+            if msg.correlation != self._metadata_corr:
+                return True
+            self._metadata_corr = -1
+            for topic, partition, leader, epoch in msg.partitions:
+                old = self.leaders.get((topic, partition))
+                if old is None or epoch >= old[1]:
+                    self.leaders[(topic, partition)] = (leader, epoch)
+            if any(leader < 0 for leader, _ in self.leaders.values()) or not self.leaders:
+                self.timer(self.retry_backoff_ms * 5, Tick("metadata_retry", 0, 0))
+            self.on_metadata()
+            return True
+        if type(msg) is Tick and msg.kind == "metadata_timeout":
+            if msg.token == self._metadata_corr:
+                self._metadata_corr = -1
+                self.refresh_metadata()
+            return True
+        if type(msg) is Tick and msg.kind == "metadata_retry":
+            self.refresh_metadata()
+            return True
+        return False
+
+    def on_metadata(self) -> None:
+        """Called after every metadata response."""

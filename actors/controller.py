@@ -1,0 +1,377 @@
+"""The controller: broker liveness, partition leadership and the committed ISR.
+
+Modelled on KRaft's ``ReplicationControlManager`` and ``PartitionChangeBuilder``
+(KAFKA_REFERENCE 1.4, 1.5, 1.10), with ZooKeeper-era behaviour where the era asks for it:
+
+* **Brokers** register (getting a fresh, monotonic broker epoch) and heartbeat; a broker
+  that misses ``broker.session.timeout.ms`` of heartbeats, or re-registers with a new
+  incarnation, is fenced: removed from every ISR — except that without ELR the ISR never
+  becomes empty ("last replica standing") — and replaced as leader.
+* **Elections** (``electAnyLeader``): keep a valid leader; else the first live ISR member
+  in assignment order (clean); else, with ELR and an empty ISR, the first live ELR member
+  (elr); else, with ``unclean.leader.election.enable``, the first live replica (unclean,
+  ISR := [leader], recovering). Every leader change bumps the leader epoch; every change
+  bumps the partition epoch.
+* **ELR** (KIP-966, era 4.1): ``maybePopulateTargetElr`` after every ISR change; brokers
+  restarting after an unclean shutdown are removed from ISR and ELR (KAFKA-15586).
+* **AlterPartition** is validated against the leader epoch, the partition epoch and — in
+  eras with KIP-903 — the broker epochs of the proposed members.
+* The **controller epoch** bumps on every controller start; brokers drop PartitionStates
+  of an older controller epoch.
+
+Controller state that Kafka keeps in the metadata log (or ZooKeeper) lives in
+:class:`ControllerStore`, which survives controller crashes; heartbeat times are volatile.
+Every partition change is traced as ``partition_state`` with the ZooKeeper path the seeds
+name, and as ``leader_elected`` / ``isr_change`` / ``partition_offline``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.core import Address, Machine
+from actors.eras import Rules
+from actors.messages import (
+    FENCED_LEADER_EPOCH,
+    INELIGIBLE_REPLICA,
+    INVALID_UPDATE_VERSION,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    STALE_BROKER_EPOCH,
+    AlterPartition,
+    AlterPartitionResponse,
+    BrokerHeartbeat,
+    BrokerRegistration,
+    BrokerRegistrationResponse,
+    BrokerStates,
+    PartitionState,
+    Tick,
+)
+from actors.replica import InvariantViolation
+
+
+@dataclass(slots=True)
+class PartitionRecord:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    min_isr: int
+    unclean: bool
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    recovering: bool = False
+
+
+@dataclass(slots=True)
+class BrokerRecord:
+    epoch: int
+    incarnation: int
+    fenced: bool
+
+
+@dataclass
+class ControllerStore:
+    """The metadata quorum's state (durable across controller crashes)."""
+
+    partitions: dict[tuple[str, int], PartitionRecord] = field(default_factory=dict)
+    brokers: dict[int, BrokerRecord] = field(default_factory=dict)
+    controller_epoch: int = 0
+    next_broker_epoch: int = 1
+    bootstrapped: bool = False
+
+    def crash(self, power_loss: bool) -> None:
+        return None   # replicated metadata: nothing is lost
+
+
+class Controller(Machine):
+    def __init__(self, store: ControllerStore, rules: Rules, *, brokers: tuple[int, ...],
+                 session_timeout_ms: int, invariants: bool = False) -> None:
+        super().__init__("controller", "controller")
+        self.store = store
+        self.rules = rules
+        self.all_brokers = brokers
+        self.session_timeout_ms = session_timeout_ms
+        self.invariants = invariants
+        self.last_heartbeat: dict[int, int] = {}
+
+    # -- helpers -------------------------------------------------------------------------
+    def _live(self, broker: int) -> bool:
+        rec = self.store.brokers.get(broker)
+        return rec is not None and not rec.fenced
+
+    def _state_msg(self, p: PartitionRecord) -> PartitionState:
+        return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
+                              p.leader, p.leader_epoch, p.isr, p.elr, p.partition_epoch,
+                              p.recovering)
+
+    def _broadcast(self, p: PartitionRecord) -> None:
+        msg = self._state_msg(p)
+        for b in self.all_brokers:
+            if self._live(b) or b in p.replicas:
+                self.send((f"broker-{b}", "broker"), msg)
+
+    def _broker_states(self) -> BrokerStates:
+        return BrokerStates(self.store.controller_epoch, tuple(
+            (b, r.epoch, r.fenced) for b, r in sorted(self.store.brokers.items())))
+
+    def _broadcast_broker_states(self) -> None:
+        msg = self._broker_states()
+        for b in self.all_brokers:
+            if b in self.store.brokers:
+                self.send((f"broker-{b}", "broker"), msg)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        st = self.store
+        st.controller_epoch += 1
+        now = self.now_ms
+        for b, rec in sorted(st.brokers.items()):
+            if not rec.fenced:
+                self.last_heartbeat[b] = now   # a fresh session for everyone
+        if st.bootstrapped:
+            for key in sorted(st.partitions):
+                self._broadcast(st.partitions[key])
+            self._broadcast_broker_states()
+        self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
+
+    def handle(self, msg: Any, src: Address) -> None:
+        t = type(msg)
+        if t is BrokerHeartbeat:
+            rec = self.store.brokers.get(msg.broker)
+            if rec is None or rec.epoch != msg.broker_epoch:
+                self.send(src, BrokerRegistrationResponse(msg.broker, -1,
+                                                          self.store.controller_epoch))
+                return
+            self.last_heartbeat[msg.broker] = self.now_ms
+        elif t is AlterPartition:
+            self._on_alter_partition(msg, src)
+        elif t is BrokerRegistration:
+            self._on_registration(msg, src)
+        elif t is Tick:
+            self._session_check()
+            self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
+        if self.invariants:
+            for key in sorted(self.store.partitions):
+                p = self.store.partitions[key]
+                if p.leader >= 0 and p.leader not in p.isr:
+                    raise InvariantViolation(
+                        f"controller: leader {p.leader} of {p.topic}-{p.partition} "
+                        f"not in ISR {p.isr}")
+
+    def _on_registration(self, m: BrokerRegistration, src: Address) -> None:
+        st = self.store
+        old = st.brokers.get(m.broker)
+        if old is not None and old.incarnation == m.incarnation and not old.fenced:
+            # a retried registration of the same incarnation: answer again
+            self.send(src, BrokerRegistrationResponse(m.broker, old.epoch, st.controller_epoch))
+            return
+        if old is not None and not old.fenced:
+            self._fence(m.broker, "re-registered")
+        epoch = st.next_broker_epoch
+        st.next_broker_epoch += 1
+        st.brokers[m.broker] = BrokerRecord(epoch, m.incarnation, fenced=False)
+        self.last_heartbeat[m.broker] = self.now_ms
+        self.emit("broker_registered", broker=m.broker, broker_epoch=epoch,
+                  clean_shutdown=m.clean_shutdown)
+        if self.rules.unclean_shutdown_detection and not m.clean_shutdown:
+            self._handle_unclean_shutdown(m.broker)
+        self.send(src, BrokerRegistrationResponse(m.broker, epoch, st.controller_epoch))
+        self._broadcast_broker_states()
+        if not st.bootstrapped and all(b in st.brokers for b in self.all_brokers):
+            st.bootstrapped = True
+            for key in sorted(st.partitions):
+                self._elect_initial(st.partitions[key])
+        elif st.bootstrapped:
+            for key in sorted(st.partitions):
+                p = st.partitions[key]
+                if m.broker not in p.replicas:
+                    continue
+                if p.leader < 0:
+                    self._try_elect(p, "broker_registered")
+                else:
+                    self.send(src, self._state_msg(p))
+
+    def _elect_initial(self, p: PartitionRecord) -> None:
+        p.isr = p.replicas
+        p.leader = p.replicas[0]
+        p.leader_epoch = 0
+        p.partition_epoch = 0
+        self.emit("isr_change", topic=p.topic, partition=p.partition, old=[],
+                  new=list(p.isr), reason="create", leader_epoch=0, partition_epoch=0)
+        self._elected(p, "preferred")
+
+    # -- fencing -------------------------------------------------------------------------
+    def _session_check(self) -> None:
+        now = self.now_ms
+        for b, rec in sorted(self.store.brokers.items()):
+            if not rec.fenced and now - self.last_heartbeat.get(b, now) > self.session_timeout_ms:
+                self._fence(b, "session_timeout")
+
+    def _fence(self, broker: int, reason: str) -> None:
+        """``handleBrokerFenced``: out of every ISR (not the last member without ELR)."""
+        rec = self.store.brokers[broker]
+        rec.fenced = True
+        self.emit("broker_fenced", broker=broker, reason=reason)
+        for key in sorted(self.store.partitions):
+            p = self.store.partitions[key]
+            if broker not in p.replicas:
+                continue
+            new_isr = tuple(b for b in p.isr if b != broker)
+            if not new_isr and not self.rules.elr:
+                new_isr = p.isr   # last replica standing: the ISR never becomes empty
+            self._change(p, new_isr, "fenced", leader_gone=(p.leader == broker))
+        self._broadcast_broker_states()
+
+    def _handle_unclean_shutdown(self, broker: int) -> None:
+        """KAFKA-15586: a broker back from an unclean shutdown leaves ISR and ELR."""
+        for key in sorted(self.store.partitions):
+            p = self.store.partitions[key]
+            if broker in p.elr or broker in p.isr:
+                p.elr = tuple(b for b in p.elr if b != broker)
+                p.last_known_elr = tuple(sorted(set(p.last_known_elr) | {broker}))
+                new_isr = tuple(b for b in p.isr if b != broker)
+                self._change(p, new_isr, "unclean_shutdown", leader_gone=(p.leader == broker),
+                             unclean_shutdown=(broker,))
+
+    # -- partition changes (PartitionChangeBuilder) --------------------------------------------
+    def _change(self, p: PartitionRecord, target_isr: tuple[int, ...], reason: str, *,
+                leader_gone: bool, unclean_shutdown: tuple[int, ...] = ()) -> None:
+        old_isr, old_elr = p.isr, p.elr
+        if self.rules.elr:
+            self._populate_elr(p, target_isr, unclean_shutdown)
+        changed = target_isr != p.isr or old_elr != p.elr
+        p.isr = target_isr
+        if changed:
+            p.partition_epoch += 1
+            if old_isr != target_isr:
+                self.emit("isr_change", topic=p.topic, partition=p.partition,
+                          old=list(old_isr), new=list(target_isr), reason=reason,
+                          leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+        if leader_gone or (p.leader >= 0 and p.leader not in p.isr) or p.leader < 0:
+            self._try_elect(p, reason)
+        elif changed:
+            self._publish(p)
+
+    def _populate_elr(self, p: PartitionRecord, target_isr: tuple[int, ...],
+                      unclean_shutdown: tuple[int, ...]) -> None:
+        if len(target_isr) >= p.min_isr:
+            p.elr = ()
+            p.last_known_elr = ()
+            return
+        candidates = (set(p.elr) | set(p.isr)) - set(target_isr) - set(unclean_shutdown)
+        p.elr = tuple(sorted(candidates))
+        p.last_known_elr = tuple(sorted(
+            (candidates | set(p.last_known_elr) | set(unclean_shutdown))
+            - set(target_isr) - set(p.elr)))
+
+    def _try_elect(self, p: PartitionRecord, reason: str) -> None:
+        """``electAnyLeader``: ISR, then ELR (ISR empty), then unclean if allowed."""
+        if p.leader >= 0 and p.leader in p.isr and self._live(p.leader):
+            self._publish(p)
+            return
+        for b in p.replicas:
+            if b in p.isr and self._live(b):
+                self._new_leader(p, b, "clean")
+                return
+        if self.rules.elr and not p.isr:
+            for b in p.replicas:
+                if b in p.elr and self._live(b):
+                    p.elr = tuple(x for x in p.elr if x != b)
+                    old = p.isr
+                    p.isr = (b,)
+                    self.emit("isr_change", topic=p.topic, partition=p.partition,
+                              old=list(old), new=[b], reason="elr_election",
+                              leader_epoch=p.leader_epoch + 1,
+                              partition_epoch=p.partition_epoch + 1)
+                    self._new_leader(p, b, "elr")
+                    return
+        if p.unclean:
+            for b in p.replicas:
+                if self._live(b):
+                    old = p.isr
+                    p.isr = (b,)
+                    p.elr = ()
+                    p.recovering = True
+                    self.emit("isr_change", topic=p.topic, partition=p.partition,
+                              old=list(old), new=[b], reason="unclean_election",
+                              leader_epoch=p.leader_epoch + 1,
+                              partition_epoch=p.partition_epoch + 1)
+                    self._new_leader(p, b, "unclean")
+                    return
+        if p.leader >= 0 or reason != "broker_registered":
+            was = p.leader
+            p.leader = -1
+            p.partition_epoch += 1
+            if was >= 0:
+                p.leader_epoch += 1
+            self.emit("partition_offline", topic=p.topic, partition=p.partition,
+                      leader_epoch=p.leader_epoch, isr=list(p.isr), elr=list(p.elr))
+            self._publish(p)
+
+    def _new_leader(self, p: PartitionRecord, leader: int, election: str) -> None:
+        p.leader = leader
+        p.leader_epoch += 1
+        p.partition_epoch += 1
+        if election != "unclean":
+            p.recovering = False
+        self._elected(p, election)
+
+    def _elected(self, p: PartitionRecord, election: str) -> None:
+        self.emit("leader_elected", topic=p.topic, partition=p.partition, leader=p.leader,
+                  leader_epoch=p.leader_epoch, isr=list(p.isr), election=election,
+                  partition_epoch=p.partition_epoch, elr=list(p.elr))
+        self._publish(p)
+
+    def _publish(self, p: PartitionRecord) -> None:
+        self.emit("partition_state", topic=p.topic, partition=p.partition,
+                  path=f"/brokers/topics/{p.topic}/partitions/{p.partition}/state",
+                  state={"controller_epoch": self.store.controller_epoch, "leader": p.leader,
+                         "version": 1, "leader_epoch": p.leader_epoch, "isr": list(p.isr)},
+                  elr=list(p.elr), partition_epoch=p.partition_epoch)
+        self._broadcast(p)
+
+    # -- AlterPartition ----------------------------------------------------------------------
+    def _on_alter_partition(self, m: AlterPartition, src: Address) -> None:
+        p = self.store.partitions.get((m.topic, m.partition))
+        if p is None:
+            return
+        err = NONE
+        leader_rec = self.store.brokers.get(m.leader)
+        if p.leader != m.leader:
+            err = NOT_LEADER_OR_FOLLOWER
+        elif m.leader_epoch != p.leader_epoch:
+            err = FENCED_LEADER_EPOCH
+        elif m.partition_epoch != p.partition_epoch:
+            err = INVALID_UPDATE_VERSION
+        elif (self.rules.broker_epoch_check and leader_rec is not None
+              and m.broker_epoch not in (-1, leader_rec.epoch)):
+            err = STALE_BROKER_EPOCH
+        else:
+            for b, epoch in m.new_isr:
+                if b == m.leader or b in p.isr:
+                    continue
+                rec = self.store.brokers.get(b)
+                if self.rules.isr_eligibility and (rec is None or rec.fenced):
+                    err = INELIGIBLE_REPLICA
+                elif (self.rules.broker_epoch_check and rec is not None
+                      and epoch not in (-1, rec.epoch)):
+                    err = INELIGIBLE_REPLICA    # KIP-903: a stale incarnation's fetch
+        if err != NONE:
+            self.emit("alter_partition_rejected", topic=m.topic, partition=m.partition,
+                      leader=m.leader, error=err, proposed_isr=[b for b, _ in m.new_isr])
+            self.send(src, AlterPartitionResponse(m.topic, m.partition, err, p.isr,
+                                                  p.leader_epoch, p.partition_epoch))
+            return
+        new_isr = tuple(b for b, _ in m.new_isr)
+        shrink = len(new_isr) < len(p.isr)
+        self._change(p, new_isr, "shrink" if shrink else "expand", leader_gone=False)
+        if p.isr == new_isr and p.partition_epoch == m.partition_epoch:
+            p.partition_epoch += 1   # same ISR re-proposed: still a new version
+            self._publish(p)
+        self.send(src, AlterPartitionResponse(m.topic, m.partition, NONE, p.isr,
+                                              p.leader_epoch, p.partition_epoch))

@@ -1,0 +1,97 @@
+"""The shape every protocol actor has: a sans-IO state machine fed messages, returning effects.
+
+After h11: an actor never touches a socket, a clock, a file or a task. The runtime
+(``emulator/``) sets ``now_us``, calls :meth:`Machine.handle` with one decoded message, then
+takes the effects the machine queued with :meth:`Machine.drain`:
+
+* ``Send(dst, msg)``   — a message to another actor; the runtime encodes it to msgpack
+  bytes and hands it to the simulated network;
+* ``Timer(delay_us, msg)`` — a message to itself after a delay; timers go through the same
+  ordered scheduler as network messages, never through Trio's deadline heap;
+* ``Emit(event, fields)`` — a trace event (the runtime adds ``ts_us``, node and actor).
+
+Timers cannot be cancelled; a machine that no longer wants one ignores it when it fires
+(a token in the timer message, as Kafka's purgatory does with stale delayed operations).
+This keeps every decision a pure function of (state, message, time), which is what makes
+a run replayable bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+Address = tuple[str, str]
+"""``(node, actor)``: e.g. ``("broker-1", "orders-0")``, ``("controller", "controller")``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    dst: Address
+    msg: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    delay_us: int
+    msg: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    event: str
+    fields: dict[str, Any]
+
+
+Effect = Send | Timer | Emit
+
+US_PER_MS: Final = 1000
+
+
+class Machine:
+    """Base of every sans-IO actor state machine."""
+
+    node: str
+    name: str
+    now_us: int
+
+    def __init__(self, node: str, name: str) -> None:
+        self.node = node
+        self.name = name
+        self.now_us = 0
+        self._out: list[Effect] = []
+
+    @property
+    def address(self) -> Address:
+        return (self.node, self.name)
+
+    @property
+    def now_ms(self) -> int:
+        return self.now_us // US_PER_MS
+
+    # -- effects -------------------------------------------------------------------------
+    def send(self, dst: Address, msg: Any) -> None:
+        self._out.append(Send(dst, msg))
+
+    def timer(self, delay_ms: float, msg: Any) -> None:
+        self._out.append(Timer(max(0, int(delay_ms * US_PER_MS)), msg))
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self._out.append(Emit(event, fields))
+
+    def drain(self) -> list[Effect]:
+        out = self._out
+        self._out = []
+        return out
+
+    # -- the runtime calls these ---------------------------------------------------------
+    def start(self) -> None:
+        """Called once when the actor (re)starts, before any message."""
+
+    def handle(self, msg: Any, src: Address) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def frame_rejected(self, src: Address, error: str) -> None:
+        """A frame addressed to this actor failed its checksum or did not decode."""
+        self.emit("frame_rejected", src=f"{src[0]}/{src[1]}",
+                  dst=f"{self.node}/{self.name}", error=error)

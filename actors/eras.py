@@ -1,0 +1,108 @@
+"""Protocol eras: which of Kafka's replication rules were in force in which release.
+
+Each era is a set of named rule switches (KAFKA_REFERENCE sections 1.2-1.10 and the
+tables there). ``bugs`` re-enable one historical defect on top of an era, to prove the
+checkers catch it. Names are the JIRA/KIP ids Kafka engineers search for.
+
+| era  | HW rule                       | truncation                 | other                        |
+|------|-------------------------------|----------------------------|------------------------------|
+| 0.10 | min LEO over ISR              | to local HW                | unclean election default on  |
+| 0.11 | ISR or caught-up (KAFKA-4485) | OffsetsForLeaderEpoch (101)|                              |
+| 2.0  | same                          | KIP-279 (epoch of end)     |                              |
+| 2.1  | same                          | KIP-320 fencing            | LESO rule (KAFKA-7128)       |
+| 2.8  | maximal ISR (KIP-497)         | truncate-on-fetch          | KAFKA-13141, -14704 present  |
+| 3.7  | + ISR-eligible, strict min ISR| truncate-on-fetch          | broker-epoch fencing (903)   |
+| 4.1  | same                          | same                       | ELR (KIP-966), unclean detect|
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+ERAS: Final = ("0.10", "0.11", "2.0", "2.1", "2.8", "3.7", "4.1")
+
+BUGS: Final = {
+    "KAFKA-7128": "no leader-epoch-start-offset check on ISR expand",
+    "KAFKA-13141": "a diverging fetch is counted for the leader's HW",
+    "KAFKA-14704": "follower applies the leader HW before truncating a diverging log",
+    "KIP-497": "KIP-497 absent: the HW is computed over the committed ISR only",
+    "KAFKA-15583": "KAFKA-15583 absent: the HW advances while ISR < min.insync.replicas",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    era: str
+    hw_over_isr_only: bool          # 0.10: HW = min LEO over the ISR
+    hw_counts_caught_up: bool       # KAFKA-4485: caught-up non-ISR replicas hold the HW
+    maximal_isr: bool               # KIP-497 / KAFKA-8836
+    isr_eligibility: bool           # KAFKA-15021 / KIP-903: fenced replicas don't count
+    strict_min_isr: bool            # KAFKA-15583: no HW advance under min ISR
+    truncation: str                 # "hw" | "kip101" | "kip279" | "fetch"
+    epoch_fencing: bool             # KIP-320: currentLeaderEpoch in Fetch/OffsetsForLeaderEpoch
+    leso_check: bool                # KAFKA-7128
+    skip_diverging_fetch_state: bool  # KAFKA-13141 fixed
+    truncate_before_hw: bool        # KAFKA-14704 fixed
+    broker_epoch_check: bool        # KIP-903: AlterPartition validates broker epochs
+    elr: bool                       # KIP-966
+    unclean_shutdown_detection: bool  # KAFKA-15586
+    unclean_default: bool           # unclean.leader.election.enable default
+    lag_time_default_ms: int        # replica.lag.time.max.ms default (KIP-537)
+
+
+_BASE = Rules(
+    era="4.1", hw_over_isr_only=False, hw_counts_caught_up=True, maximal_isr=True,
+    isr_eligibility=True, strict_min_isr=True, truncation="fetch", epoch_fencing=True,
+    leso_check=True, skip_diverging_fetch_state=True, truncate_before_hw=True,
+    broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
+    unclean_default=False, lag_time_default_ms=30000,
+)
+
+_ERA_RULES: Final = {
+    "4.1": _BASE,
+    "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False),
+    "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
+                   isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
+                   skip_diverging_fetch_state=False, truncate_before_hw=False),
+    "2.1": replace(_BASE, era="2.1", elr=False, unclean_shutdown_detection=False,
+                   isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
+                   maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
+                   truncate_before_hw=False, lag_time_default_ms=10000),
+    "2.0": replace(_BASE, era="2.0", elr=False, unclean_shutdown_detection=False,
+                   isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
+                   maximal_isr=False, truncation="kip279", epoch_fencing=False,
+                   leso_check=False, skip_diverging_fetch_state=False,
+                   truncate_before_hw=False, lag_time_default_ms=10000),
+    "0.11": replace(_BASE, era="0.11", elr=False, unclean_shutdown_detection=False,
+                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
+                    maximal_isr=False, truncation="kip101", epoch_fencing=False,
+                    leso_check=False, skip_diverging_fetch_state=False,
+                    truncate_before_hw=False, lag_time_default_ms=10000),
+    "0.10": replace(_BASE, era="0.10", elr=False, unclean_shutdown_detection=False,
+                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
+                    maximal_isr=False, truncation="hw", epoch_fencing=False,
+                    leso_check=False, skip_diverging_fetch_state=False,
+                    truncate_before_hw=False, hw_over_isr_only=True,
+                    hw_counts_caught_up=False, unclean_default=True,
+                    lag_time_default_ms=10000),
+}
+
+
+def rules_for(era: str, bugs: tuple[str, ...] | list[str] = ()) -> Rules:
+    """The rule set of ``era`` with each named bug re-enabled."""
+    rules = _ERA_RULES[era]
+    for bug in bugs:
+        if bug == "KAFKA-7128":
+            rules = replace(rules, leso_check=False)
+        elif bug == "KAFKA-13141":
+            rules = replace(rules, skip_diverging_fetch_state=False)
+        elif bug == "KAFKA-14704":
+            rules = replace(rules, truncate_before_hw=False)
+        elif bug == "KIP-497":
+            rules = replace(rules, maximal_isr=False)
+        elif bug == "KAFKA-15583":
+            rules = replace(rules, strict_min_isr=False)
+        else:
+            raise KeyError(bug)
+    return rules

@@ -1,0 +1,265 @@
+"""A partition replica's log and the durable files around it (Kafka's ``UnifiedLog``).
+
+What is kept, per replica, on the broker's simulated disk (:class:`BrokerDisk`):
+
+* the records, each stamped with the leader epoch that appended it, grouped in segments
+  (base offset, size in bytes, largest timestamp) — the active segment rolls at
+  ``segment.bytes`` / ``segment.ms``;
+* ``recovery_point``: the flushed prefix. Everything past it lives only in the page cache:
+  a process crash keeps it, a power loss drops it (KAFKA_REFERENCE 1.13);
+* the leader-epoch cache (``leader-epoch-checkpoint``), the HW checkpoint
+  (``replication-offset-checkpoint``), the logStartOffset checkpoint and the
+  clean-shutdown marker. Checkpoint files are written with fsync, so they survive power
+  loss, but they are only as fresh as their last write.
+
+The in-memory high watermark is *not* here: it is volatile and belongs to the replica
+state machine, which writes it to the checkpoint on Kafka's schedule.
+
+``LeaderEpochCache`` follows ``LeaderEpochFileCache`` (KAFKA_REFERENCE 1.8): ``assign``
+keeps the map monotonic, ``end_offset_for`` answers OffsetsForLeaderEpoch and the
+diverging-epoch check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from actors.messages import Record
+
+UNDEFINED = -1
+RECORD_OVERHEAD_BYTES = 70   # a v2 record batch header amortised + record framing
+
+
+@dataclass(slots=True)
+class Segment:
+    base_offset: int
+    size: int = 0
+    largest_timestamp: int = -1
+    created_ms: int = 0
+
+
+class LeaderEpochCache:
+    """epoch -> start offset of the first record of that epoch (sorted, monotonic)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: list[tuple[int, int]] | None = None) -> None:
+        self.entries: list[tuple[int, int]] = list(entries or [])
+
+    def latest_epoch(self) -> int:
+        return self.entries[-1][0] if self.entries else UNDEFINED
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """``LeaderEpochFileCache.assign``: drop entries that would break monotonicity."""
+        if self.entries:
+            last_epoch, last_start = self.entries[-1]
+            if epoch == last_epoch and start_offset >= last_start:
+                return False
+            if epoch < last_epoch and start_offset >= last_start:
+                return False   # an older epoch never moves past a newer one
+        self.entries = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
+        self.entries.append((epoch, start_offset))
+        return True
+
+    def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) as ``LeaderEpochFileCache.endOffsetFor``."""
+        if requested == UNDEFINED or not self.entries:
+            return (UNDEFINED, UNDEFINED)
+        if requested == self.entries[-1][0]:
+            return (requested, log_end_offset)
+        higher = next(((e, s) for e, s in self.entries if e > requested), None)
+        if higher is None:
+            return (UNDEFINED, UNDEFINED)
+        floor = None
+        for e, s in self.entries:
+            if e <= requested:
+                floor = (e, s)
+        if floor is None:
+            return (requested, higher[1])
+        return (floor[0], higher[1])
+
+    def start_offset_of(self, epoch: int) -> int:
+        for e, s in self.entries:
+            if e == epoch:
+                return s
+        return UNDEFINED
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        self.entries = [(e, s) for e, s in self.entries if s < end_offset]
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        kept: list[tuple[int, int]] = []
+        for e, s in self.entries:
+            if s <= start_offset:
+                kept = [(e, start_offset)]
+            else:
+                kept.append((e, s))
+        self.entries = kept
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    """Durable state of one replica. Mutated by the replica machine; survives crashes."""
+
+    topic: str
+    partition: int
+    records: list[Record] = field(default_factory=list)
+    log_start_offset: int = 0
+    recovery_point: int = 0
+    segments: list[Segment] = field(default_factory=lambda: [Segment(0)])
+    epochs: LeaderEpochCache = field(default_factory=LeaderEpochCache)
+    # checkpoint files (fsynced when written)
+    hw_checkpoint: int = 0
+    epoch_checkpoint: list[tuple[int, int]] = field(default_factory=list)
+    log_start_checkpoint: int = 0
+    unflushed_messages: int = 0
+    last_flush_ms: int = 0
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def base(self) -> int:
+        """Offset of ``records[0]`` (the first record still on disk)."""
+        return self.records[0][0] if self.records else self.log_end_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        if self.records:
+            return self.records[-1][0] + 1
+        return self.segments[-1].base_offset if self.segments else self.log_start_offset
+
+    def read(self, start: int, end: int, max_records: int) -> tuple[Record, ...]:
+        if not self.records or start >= end:
+            return ()
+        base = self.records[0][0]
+        lo = max(0, start - base)
+        hi = min(len(self.records), end - base, lo + max_records)
+        return tuple(self.records[lo:hi])
+
+    def record_at(self, offset: int) -> Record | None:
+        if not self.records:
+            return None
+        i = offset - self.records[0][0]
+        if 0 <= i < len(self.records):
+            return self.records[i]
+        return None
+
+    def last_epoch(self) -> int:
+        return self.records[-1][2] if self.records else self.epochs.latest_epoch()
+
+    # -- writing ---------------------------------------------------------------------------
+    def append(self, rec: Record, segment_bytes: int, segment_ms: int, now_ms: int) -> bool:
+        """Append one record; returns True when the active segment rolled first."""
+        rolled = False
+        seg = self.segments[-1]
+        size = RECORD_OVERHEAD_BYTES + len(rec[1])
+        if seg.size > 0 and (seg.size + size > segment_bytes
+                             or now_ms - seg.created_ms >= segment_ms):
+            self.segments.append(Segment(rec[0], created_ms=now_ms))
+            seg = self.segments[-1]
+            rolled = True
+        self.records.append(rec)
+        seg.size += size
+        if rec[3] > seg.largest_timestamp:
+            seg.largest_timestamp = rec[3]
+        if self.epochs.latest_epoch() < rec[2]:
+            self.epochs.assign(rec[2], rec[0])
+        self.unflushed_messages += 1
+        return rolled
+
+    def flush(self, now_ms: int, upto: int | None = None) -> None:
+        self.recovery_point = max(self.recovery_point,
+                                  self.log_end_offset if upto is None else upto)
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms
+        self.epoch_checkpoint = list(self.epochs.entries)
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every record at or above ``offset``; returns the old LEO."""
+        old = self.log_end_offset
+        if offset >= old:
+            return old
+        if self.records:
+            keep = max(0, offset - self.records[0][0])
+            del self.records[keep:]
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop()
+        if self.segments[-1].base_offset > offset:
+            self.segments[-1] = Segment(offset)
+        self._resize_active()
+        self.epochs.truncate_from_end(offset)
+        self.epoch_checkpoint = list(self.epochs.entries)
+        self.recovery_point = min(self.recovery_point, offset)
+        return old
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.records.clear()
+        self.segments = [Segment(offset)]
+        self.log_start_offset = offset
+        self.log_start_checkpoint = offset
+        self.recovery_point = offset
+        self.epochs.truncate_from_end(0)
+        self.epoch_checkpoint = []
+
+    def _resize_active(self) -> None:
+        seg = self.segments[-1]
+        base = seg.base_offset
+        recs = [r for r in self.records[max(0, base - self.base):]] if self.records else []
+        seg.size = sum(RECORD_OVERHEAD_BYTES + len(r[1]) for r in recs)
+        seg.largest_timestamp = max((r[3] for r in recs), default=-1)
+
+    def delete_segments_below(self, offset: int) -> list[Segment]:
+        """Delete whole segments whose next segment starts at or below ``offset``."""
+        gone: list[Segment] = []
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            gone.append(self.segments.pop(0))
+        if gone:
+            new_base = self.segments[0].base_offset
+            if self.records:
+                drop = max(0, new_base - self.records[0][0])
+                del self.records[:drop]
+        return gone
+
+    # -- crashes ---------------------------------------------------------------------------
+    def lose_page_cache(self) -> None:
+        """Power loss: only the flushed prefix and the checkpoint files survive."""
+        if self.log_end_offset > self.recovery_point:
+            self.truncate_to(self.recovery_point)
+        self.epochs = LeaderEpochCache(self.epoch_checkpoint)
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self.log_start_offset = max(self.log_start_checkpoint,
+                                    self.segments[0].base_offset if self.segments else 0)
+
+
+class BrokerDisk:
+    """Everything a broker keeps across restarts."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.clean_shutdown = False
+        self.committed_offsets: dict[tuple[str, str, int], int] = {}
+        self.crashes = 0
+
+    def log(self, topic: str, partition: int) -> PartitionLog:
+        key = (topic, partition)
+        log = self.logs.get(key)
+        if log is None:
+            log = self.logs[key] = PartitionLog(topic, partition)
+        return log
+
+    def crash(self, power_loss: bool) -> None:
+        self.clean_shutdown = False
+        self.crashes += 1
+        if power_loss:
+            for key in sorted(self.logs):
+                self.logs[key].lose_page_cache()
+
+
+class NoDisk:
+    """Clients and the controller keep nothing across restarts in this model.
+
+    (The controller's state is the metadata quorum in KRaft / ZooKeeper: it is kept in
+    :class:`ControllerStore`, which survives controller crashes.)
+    """
+
+    def crash(self, power_loss: bool) -> None:
+        return None

@@ -1,0 +1,272 @@
+"""Every message that crosses the simulated network, named after Kafka's own APIs.
+
+Frozen, slotted dataclasses registered with :func:`actors.wire.message`; sequences are
+tuples (frames decode with ``use_list=False``). A record on the wire is a tuple
+``(offset, value, leader_epoch, timestamp_ms, producer_id, sequence, key)``; offset is -1
+in a produce request (the leader assigns it).
+
+Error codes are Kafka's error names as strings ("NONE" for success).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from actors.wire import message
+
+Record = tuple[int, str, int, int, int, int, Any]
+"""(offset, value, leader_epoch, timestamp_ms, producer_id, sequence, key)"""
+
+NONE = "NONE"
+NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
+NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
+STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
+INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
+COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
+DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
+
+RETRIABLE = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+                       NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                       REQUEST_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER})
+
+
+# --- controller <-> brokers -------------------------------------------------------------
+@message(1)
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker: int
+    incarnation: int
+    clean_shutdown: bool
+
+
+@message(2)
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationResponse:
+    broker: int
+    broker_epoch: int
+    controller_epoch: int
+
+
+@message(3)
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeat:
+    broker: int
+    broker_epoch: int
+
+
+@message(4)
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """LeaderAndIsr / metadata update for one partition (KRaft PartitionRegistration)."""
+
+    controller_epoch: int
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int              # -1: offline
+    leader_epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    partition_epoch: int
+    recovering: bool         # KIP-704: elected uncleanly
+
+
+@message(5)
+@dataclass(frozen=True, slots=True)
+class BrokerStates:
+    """Which brokers are alive (unfenced) and their broker epochs."""
+
+    controller_epoch: int
+    brokers: tuple[tuple[int, int, bool], ...]   # (broker, broker_epoch, fenced)
+
+
+@message(6)
+@dataclass(frozen=True, slots=True)
+class AlterPartition:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    broker_epoch: int
+    new_isr: tuple[tuple[int, int], ...]          # (broker, broker_epoch seen by the leader)
+    partition_epoch: int
+
+
+@message(7)
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    topic: str
+    partition: int
+    error: str
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+
+# --- replication ---------------------------------------------------------------------------
+@message(10)
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    topic: str
+    partition: int
+    replica: int             # -1 for consumers
+    broker_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int  # -1: not sent (pre-2.8)
+    current_leader_epoch: int  # -1: not sent (pre-2.1)
+    log_start_offset: int
+    max_records: int
+    correlation: int
+
+
+@message(11)
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    topic: str
+    partition: int
+    error: str
+    high_watermark: int
+    log_end_offset: int
+    log_start_offset: int
+    records: tuple[Record, ...]
+    diverging_epoch: int     # -1: none
+    diverging_end_offset: int
+    leader_epoch: int
+    correlation: int
+
+
+@message(12)
+@dataclass(frozen=True, slots=True)
+class OffsetsForLeaderEpoch:
+    topic: str
+    partition: int
+    replica: int
+    leader_epoch: int        # the follower's latest epoch
+    current_leader_epoch: int
+    correlation: int
+
+
+@message(13)
+@dataclass(frozen=True, slots=True)
+class OffsetsForLeaderEpochResponse:
+    topic: str
+    partition: int
+    error: str
+    leader_epoch: int        # the epoch the end offset belongs to (KIP-279); -1 undefined
+    end_offset: int          # -1 undefined
+    correlation: int
+
+
+# --- clients -------------------------------------------------------------------------------
+@message(20)
+@dataclass(frozen=True, slots=True)
+class Produce:
+    topic: str
+    partition: int
+    acks: int                # 0, 1, -1
+    records: tuple[Record, ...]
+    timeout_ms: int
+    correlation: int
+
+
+@message(21)
+@dataclass(frozen=True, slots=True)
+class ProduceResponse:
+    topic: str
+    partition: int
+    error: str
+    base_offset: int
+    correlation: int
+
+
+@message(22)
+@dataclass(frozen=True, slots=True)
+class MetadataRequest:
+    correlation: int
+
+
+@message(23)
+@dataclass(frozen=True, slots=True)
+class MetadataResponse:
+    # (topic, partition, leader, leader_epoch)
+    partitions: tuple[tuple[str, int, int, int], ...]
+    correlation: int
+
+
+@message(24)
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    correlation: int
+
+
+@message(25)
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    group: str
+    topic: str
+    partition: int
+    error: str
+    correlation: int
+
+
+@message(26)
+@dataclass(frozen=True, slots=True)
+class OffsetFetch:
+    group: str
+    topic: str
+    partition: int
+    correlation: int
+
+
+@message(27)
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    group: str
+    topic: str
+    partition: int
+    offset: int              # -1: none committed
+    error: str
+    correlation: int
+
+
+@message(28)
+@dataclass(frozen=True, slots=True)
+class ListOffsets:
+    topic: str
+    partition: int
+    timestamp: int           # -2 earliest, -1 latest
+    correlation: int
+
+
+@message(29)
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    topic: str
+    partition: int
+    error: str
+    offset: int
+    correlation: int
+
+
+# --- timers (self-addressed) -----------------------------------------------------------------
+@message(40)
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """A self-addressed timer: ``kind`` names it, ``token`` lets stale ones be ignored."""
+
+    kind: str
+    token: int
+    arg: int

@@ -1,0 +1,213 @@
+"""A Kafka producer: partitioner, accumulator, in-flight requests, retries, idempotence.
+
+Records carry unique values ``"p<id>-<n>"`` so every loss and duplicate is attributable.
+The workload (rate, keys) comes from the scenario; the settings are Kafka's:
+
+* ``acks`` 0 (acked at send, offset -1), 1, all (-1);
+* ``linger.ms`` / ``batch.size``: one open batch per partition, closed when full or lingered;
+* ``max.in.flight.requests.per.connection`` batches in flight per partition;
+* ``retries`` / ``retry.backoff.ms`` / ``delivery.timeout.ms`` / ``request.timeout.ms``:
+  a retriable error puts the batch back at the head of its partition's queue; a batch
+  older than the delivery timeout fails with its last error;
+* ``enable.idempotence``: a producer id and per-partition sequence numbers; the leader
+  de-duplicates retries and rejects gaps (OUT_OF_ORDER_SEQUENCE_NUMBER), which keeps
+  per-partition order with up to 5 in flight.
+
+Every send, ack and error is traced (``produce_send``, ``produce_ack``, ``produce_error``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.client import Client
+from actors.messages import (
+    DELIVERY_TIMEOUT,
+    NONE,
+    RETRIABLE,
+    Produce,
+    ProduceResponse,
+    Record,
+    Tick,
+)
+from actors.partitioner import StickyPartitioner, default_partition, legacy_partition
+
+ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig:
+    topic: str
+    partitions: int
+    acks: str = "all"
+    rate: float = 100.0
+    keys: int = 16
+    partitioner: str = "default"
+    stop_ms: int = 2**62
+    enable_idempotence: bool = True
+    retries: int = 2147483647
+    max_in_flight: int = 5
+    linger_ms: int = 5
+    batch_size: int = 16384
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    delivery_timeout_ms: int = 120000
+    record_bytes: int = 100
+
+
+@dataclass(slots=True)
+class Batch:
+    partition: int
+    records: list[tuple[str, str | None, int]] = field(default_factory=list)  # value,key,seq
+    created_ms: int = 0
+    attempts: int = 0
+    last_error: str = NONE
+
+
+class Producer(Client):
+    def __init__(self, node: str, producer_id: int, cfg: ProducerConfig,
+                 rng: random.Random, *, brokers: tuple[int, ...]) -> None:
+        super().__init__(node, "producer", brokers=brokers,
+                         request_timeout_ms=cfg.request_timeout_ms,
+                         retry_backoff_ms=cfg.retry_backoff_ms)
+        self.producer_id = producer_id
+        self.cfg = cfg
+        self.rng = rng
+        self.acks = ACKS[cfg.acks]
+        self.pid = 1000 + producer_id if cfg.enable_idempotence else -1
+        self.sent = 0
+        self.open: dict[int, Batch] = {}
+        self.queues: dict[int, deque[Batch]] = {p: deque() for p in range(cfg.partitions)}
+        self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, sent at)
+        self.inflight_per_partition: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
+        self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
+        self.sticky = StickyPartitioner(cfg.partitions, rng)
+
+    def start(self) -> None:
+        self.refresh_metadata()
+        self.timer(0, Tick("produce", 0, 0))
+
+    # -- workload ----------------------------------------------------------------------------
+    def _next_record(self) -> None:
+        cfg = self.cfg
+        value = f"p{self.producer_id}-{self.sent}"
+        self.sent += 1
+        if cfg.keys > 0:
+            key: str | None = f"k{self.rng.randrange(cfg.keys)}"
+            assert key is not None
+            if cfg.partitioner == "legacy":
+                partition = legacy_partition(key, cfg.partitions)
+            else:
+                partition = default_partition(key.encode(), cfg.partitions)
+        else:
+            key = None
+            partition = self.sticky.partition()
+        self.emit("produce_send", topic=cfg.topic, partition=partition, key=key, value=value,
+                  producer=self.producer_id, acks=cfg.acks)
+        if self.acks == 0:
+            pass
+        batch = self.open.get(partition)
+        if batch is None:
+            batch = self.open[partition] = Batch(partition, created_ms=self.now_ms)
+            self.timer(cfg.linger_ms, Tick("linger", partition, 0))
+        seq = self.sequences[partition]
+        self.sequences[partition] = seq + 1
+        batch.records.append((value, key, seq))
+        if len(batch.records) * cfg.record_bytes >= cfg.batch_size:
+            self._close(partition)
+
+    def _close(self, partition: int) -> None:
+        batch = self.open.pop(partition, None)
+        if batch is not None:
+            self.queues[partition].append(batch)
+            if batch.records and self.cfg.keys <= 0:
+                self.sticky.on_new_batch()
+        self._drain()
+
+    def _drain(self) -> None:
+        cfg = self.cfg
+        for partition in range(cfg.partitions):
+            q = self.queues[partition]
+            while q and self.inflight_per_partition[partition] < cfg.max_in_flight:
+                leader, epoch = self.leader_of(cfg.topic, partition)
+                if leader < 0:
+                    self.refresh_metadata()
+                    break
+                batch = q.popleft()
+                if self.now_ms - batch.created_ms > cfg.delivery_timeout_ms:
+                    self._fail(batch, batch.last_error if batch.last_error != NONE
+                               else DELIVERY_TIMEOUT)
+                    continue
+                self._send(batch, leader)
+
+    def _send(self, batch: Batch, leader: int) -> None:
+        corr = self.next_correlation()
+        batch.attempts += 1
+        recs: tuple[Record, ...] = tuple((-1, v, -1, self.now_ms, self.pid, s, k)
+                                         for v, k, s in batch.records)
+        self.send(self.replica_address(leader, self.cfg.topic, batch.partition),
+                  Produce(self.cfg.topic, batch.partition, self.acks, recs,
+                          self.cfg.request_timeout_ms, corr))
+        if self.acks == 0:
+            for v, _k, _s in batch.records:
+                self.emit("produce_ack", topic=self.cfg.topic, partition=batch.partition,
+                          value=v, offset=-1, producer=self.producer_id, acks=self.cfg.acks)
+            return
+        self.inflight[corr] = (batch, self.now_ms)
+        self.inflight_per_partition[batch.partition] += 1
+        self.timer(self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0))
+
+    def _fail(self, batch: Batch, error: str) -> None:
+        for v, _k, _s in batch.records:
+            self.emit("produce_error", topic=self.cfg.topic, partition=batch.partition,
+                      value=v, producer=self.producer_id, error=error)
+
+    # -- responses -----------------------------------------------------------------------------
+    def _complete(self, corr: int, error: str, base_offset: int) -> None:
+        entry = self.inflight.pop(corr, None)
+        if entry is None:
+            return
+        batch, _ = entry
+        self.inflight_per_partition[batch.partition] -= 1
+        cfg = self.cfg
+        if error == NONE:
+            for i, (v, _k, _s) in enumerate(batch.records):
+                self.emit("produce_ack", topic=cfg.topic, partition=batch.partition, value=v,
+                          offset=base_offset + i, producer=self.producer_id, acks=cfg.acks)
+        elif (error in RETRIABLE and batch.attempts <= cfg.retries
+              and self.now_ms - batch.created_ms < cfg.delivery_timeout_ms):
+            batch.last_error = error
+            self.queues[batch.partition].appendleft(batch)
+            self.refresh_metadata()
+            self.timer(cfg.retry_backoff_ms, Tick("retry", 0, 0))
+            return
+        else:
+            self._fail(batch, error)
+        self._drain()
+
+    def handle(self, msg: Any, src: tuple[str, str]) -> None:
+        if self.handle_metadata(msg):
+            return
+        if type(msg) is ProduceResponse:
+            self._complete(msg.correlation, msg.error, msg.base_offset)
+        elif type(msg) is Tick:
+            k = msg.kind
+            if k == "produce":
+                if self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0:
+                    self._next_record()
+                    self.timer(1000.0 / self.cfg.rate, Tick("produce", 0, 0))
+                else:
+                    for p in sorted(self.open):
+                        self._close(p)
+            elif k == "linger":
+                self._close(msg.token)
+            elif k == "retry":
+                self._drain()
+            elif k == "request_timeout":
+                self._complete(msg.token, "REQUEST_TIMED_OUT", -1)
+
+    def on_metadata(self) -> None:
+        self._drain()

@@ -1,0 +1,895 @@
+"""One partition replica on one broker: Kafka's ``Partition`` + ``ReplicaFetcherThread``.
+
+The replica is a sans-IO state machine with three roles — ``none`` (just started, waiting
+for the controller's PartitionState), ``leader`` and ``follower`` — and its transitions
+are driven by four kinds of input: PartitionState (LeaderAndIsr), requests (Fetch,
+Produce, OffsetsForLeaderEpoch, ListOffsets), responses, and its own timers.
+
+The rules are Kafka's, cited from KAFKA_REFERENCE section 1, and switched by era
+(:mod:`actors.eras`):
+
+* **Leader HW** (1.2): ``min(leader LEO, LEO of every remote replica that is in the
+  maximal ISR, or caught up and ISR-eligible)``, never decreasing; not at all while the
+  committed ISR is below ``min(min.insync.replicas, RF)`` (3.7+). Older eras: min over the
+  ISR (0.10), or ISR + caught-up replicas (0.11-2.1). Every change is traced as
+  ``hw_update`` with one of seed 000's reasons (produce, follower_fetch, become_leader,
+  isr_shrink) or another named reason.
+* **Follower fetch state** (1.3): ``lastCaughtUpTimeMs`` from the fetch offset against the
+  leader LEO now and at the previous fetch; the follower's LEO is updated *before* the
+  response is built, so a follower learns the HW its own fetch made one round later.
+* **ISR shrink** (1.4) by the ``isr-expiration`` timer every ``replica.lag.time.max.ms/2``;
+  **expand** (1.5) on a fetch with LEO >= HW and >= the leader-epoch start offset (LESO).
+  One AlterPartition in flight; while an expand is pending the *maximal* ISR counts.
+  ``replica.lag.max.messages`` > 0 brings back the removed pre-0.9 message-count rule.
+* **Follower HW** (1.6): ``min(own LEO, leader HW)`` clamped to [logStartOffset, LEO], not
+  monotonic; the leader's logStartOffset is copied.
+* **Truncation** (1.7) by era: to HW, OffsetsForLeaderEpoch (KIP-101), KIP-279, KIP-320
+  fencing, or diverging-epoch truncate-on-fetch.
+* **acks** (1.9): NOT_ENOUGH_REPLICAS before append, the DelayedProduce completing when
+  the HW passes the last offset (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR is
+  below min ISR then).
+* **Durability** (1.13): flush by ``log.flush.interval.messages``/``.ms`` and on segment
+  roll, HW checkpoint every ``replica.high.watermark.checkpoint.interval.ms``; a restart
+  loads the HW from the checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from actors.core import Address, Machine
+from actors.eras import Rules
+from actors.log import UNDEFINED, PartitionLog
+from actors.messages import (
+    FENCED_LEADER_EPOCH,
+    NONE,
+    NOT_ENOUGH_REPLICAS,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    REQUEST_TIMED_OUT,
+    UNKNOWN_LEADER_EPOCH,
+    AlterPartition,
+    AlterPartitionResponse,
+    BrokerStates,
+    Fetch,
+    FetchResponse,
+    ListOffsets,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    PartitionState,
+    Produce,
+    ProduceResponse,
+    Record,
+    Tick,
+)
+
+CONTROLLER: Address = ("controller", "controller")
+UNKNOWN_OFFSET = -1
+
+
+class InvariantViolation(AssertionError):
+    """A live sanity invariant broke (only raised when invariants are switched on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaConfig:
+    """The Kafka settings a replica reads (names in Kafka's spelling live in the scenario)."""
+
+    replica_lag_time_max_ms: int = 30000
+    replica_lag_max_messages: int = 0
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_records: int = 2000
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
+    hw_checkpoint_interval_ms: int = 5000
+    log_flush_interval_messages: int = 2**63 - 1
+    log_flush_interval_ms: int = 2**63 - 1
+    min_insync_replicas: int = 1
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    retention_check_interval_ms: int = 300000
+    invariants: bool = False
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """Kafka's ``Replica.ReplicaState``, kept by the leader for each remote replica."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_fetch_leader_leo: int = UNKNOWN_OFFSET
+    last_fetch_time_ms: int = 0
+    last_caught_up_time_ms: int = 0
+    broker_epoch: int = -1
+
+    def is_caught_up(self, leader_leo: int, now_ms: int, max_lag_ms: int) -> bool:
+        return (leader_leo == self.log_end_offset
+                or now_ms - self.last_caught_up_time_ms <= max_lag_ms)
+
+
+@dataclass(slots=True)
+class DelayedProduce:
+    src: Address
+    req: Produce
+    required_offset: int
+    base_offset: int
+    token: int
+
+
+@dataclass(slots=True)
+class ParkedFetch:
+    src: Address
+    req: Fetch
+    token: int
+
+
+class Replica(Machine):
+    def __init__(self, node: str, broker_id: int, log: PartitionLog, rules: Rules,
+                 cfg: ReplicaConfig, *, clean_start: bool) -> None:
+        super().__init__(node, f"{log.topic}-{log.partition}")
+        self.broker_id = broker_id
+        self.topic = log.topic
+        self.partition = log.partition
+        self.log = log
+        self.rules = rules
+        self.cfg = cfg
+        self.clean_start = clean_start
+        self.role = "none"
+        self.hw = 0
+        self.leader = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.maximal_isr: tuple[int, ...] = ()
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leso = UNDEFINED
+        self.followers: dict[int, FollowerState] = {}
+        self.broker_epochs: dict[int, tuple[int, bool]] = {}
+        self.delayed: list[DelayedProduce] = []
+        self.parked: list[ParkedFetch] = []
+        self.producers: dict[int, tuple[int, int]] = {}   # pid -> (last seq, last offset)
+        self._token = 0
+        self._correlation = 0
+        self._outstanding = -1           # follower: correlation of the request in flight
+        self._fetch_gen = 0              # bumps on every role change: stale timers ignored
+        self._highest_epoch_seen = -1
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def leo(self) -> int:
+        return self.log.log_end_offset
+
+    def _next_token(self) -> int:
+        self._token += 1
+        return self._token
+
+    def _next_correlation(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    def _tp(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "replica": self.broker_id}
+
+    def _addr(self, broker: int) -> Address:
+        return (f"broker-{broker}", self.name)
+
+    def effective_min_isr(self) -> int:
+        return min(self.cfg.min_insync_replicas, max(1, len(self.replicas)))
+
+    def statistics(self) -> dict[str, Any]:
+        return {"role": self.role, "leo": self.leo, "hw": self.hw,
+                "log_start_offset": self.log.log_start_offset,
+                "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                "leader": self.leader, "replicas": list(self.replicas)}
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        log = self.log
+        hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
+        if not self.clean_start:
+            self.emit("log_recovery", **self._tp(), leo=log.log_end_offset, hw=hw,
+                      log_start_offset=log.log_start_offset,
+                      recovery_point=log.recovery_point)
+        if hw != self.hw:
+            self.emit("hw_update", **self._tp(), old=self.hw, new=hw, reason="recovery",
+                      role=self.role)
+        self.hw = hw
+        for rec in log.records:   # idempotent producer state, rebuilt from the log
+            if rec[4] >= 0:
+                self.producers[rec[4]] = (rec[5], rec[0])
+        self.timer(self.cfg.hw_checkpoint_interval_ms,
+                   Tick("hw_checkpoint", 0, 0))
+        self.timer(self.cfg.replica_lag_time_max_ms / 2, Tick("isr_expiration", 0, 0))
+        self.timer(self.cfg.retention_check_interval_ms, Tick("retention", 0, 0))
+        if self.cfg.log_flush_interval_ms < 2**62:
+            self.timer(self.cfg.log_flush_interval_ms, Tick("flush", 0, 0))
+
+    def handle(self, msg: Any, src: Address) -> None:
+        t = type(msg)
+        if t is Fetch:
+            self._on_fetch(msg, src)
+        elif t is FetchResponse:
+            self._on_fetch_response(msg)
+        elif t is Produce:
+            self._on_produce(msg, src)
+        elif t is Tick:
+            self._on_tick(msg)
+        elif t is PartitionState:
+            self._on_partition_state(msg)
+        elif t is AlterPartitionResponse:
+            self._on_alter_partition_response(msg)
+        elif t is OffsetsForLeaderEpoch:
+            self._on_offsets_for_leader_epoch(msg, src)
+        elif t is OffsetsForLeaderEpochResponse:
+            self._on_offsets_for_leader_epoch_response(msg)
+        elif t is BrokerStates:
+            self._on_broker_states(msg)
+        elif t is ListOffsets:
+            self._on_list_offsets(msg, src)
+        if self.cfg.invariants:
+            self._check_invariants()
+
+    # -- HW bookkeeping ----------------------------------------------------------------------
+    def _set_hw(self, new: int, reason: str) -> None:
+        if new != self.hw:
+            self.emit("hw_update", **self._tp(), old=self.hw, new=new, reason=reason,
+                      role=self.role)
+            self.hw = new
+
+    def _maybe_increment_leader_hw(self, reason: str) -> bool:
+        """``Partition.maybeIncrementLeaderHW`` for the era's rule (KAFKA_REFERENCE 1.2)."""
+        rules = self.rules
+        if rules.strict_min_isr and len(self.isr) < self.effective_min_isr():
+            return False
+        leo = self.leo
+        new_hw = leo
+        now = self.now_ms
+        lag = self.cfg.replica_lag_time_max_ms
+        counted = self.maximal_isr if rules.maximal_isr else self.isr
+        for broker in self.replicas:
+            if broker == self.broker_id:
+                continue
+            st = self.followers.get(broker)
+            f_leo = st.log_end_offset if st is not None else UNKNOWN_OFFSET
+            if f_leo >= new_hw:
+                continue
+            if rules.hw_over_isr_only:
+                holds = broker in self.isr
+            else:
+                caught_up = (st is not None and rules.hw_counts_caught_up
+                             and st.is_caught_up(leo, now, lag)
+                             and (not rules.isr_eligibility or self._isr_eligible(broker, -1)))
+                holds = broker in counted or caught_up
+            if holds:
+                new_hw = f_leo
+        if new_hw > self.hw:
+            self._set_hw(new_hw, reason)
+            self._complete_delayed()
+            self._complete_parked()
+            return True
+        return False
+
+    def _isr_eligible(self, broker: int, fetch_broker_epoch: int) -> bool:
+        state = self.broker_epochs.get(broker)
+        if state is None:
+            return True
+        epoch, fenced = state
+        if fenced:
+            return False
+        return fetch_broker_epoch in (-1, epoch)
+
+    # -- PartitionState (LeaderAndIsr) -----------------------------------------------------
+    def _on_partition_state(self, ps: PartitionState) -> None:
+        if ps.controller_epoch < self.controller_epoch:
+            return
+        self.controller_epoch = ps.controller_epoch
+        if ps.leader_epoch < self.leader_epoch:
+            return   # stale LeaderAndIsr
+        new_epoch = ps.leader_epoch > self.leader_epoch
+        self.replicas = ps.replicas
+        if ps.leader == self.broker_id:
+            if new_epoch or self.role != "leader":
+                self._make_leader(ps)
+            else:
+                # same epoch: a controller-side ISR change (e.g. a fenced follower removed)
+                if ps.partition_epoch > self.partition_epoch:
+                    old = self.isr
+                    self.partition_epoch = ps.partition_epoch
+                    self._commit_isr(ps.isr)
+                    if len(ps.isr) < len(old):
+                        self._maybe_increment_leader_hw("isr_shrink")
+        elif ps.leader >= 0 and self.broker_id in ps.replicas:
+            if new_epoch or self.role != "follower" or self.leader != ps.leader:
+                self._make_follower(ps)
+            else:
+                self.isr = ps.isr
+                self.partition_epoch = ps.partition_epoch
+        else:
+            # offline partition or not a replica: stop whatever we were doing
+            if self.role == "leader":
+                self._resign()
+            self.role = "none"
+            self.leader = ps.leader
+            self.leader_epoch = ps.leader_epoch
+            self.isr = ps.isr
+            self.partition_epoch = ps.partition_epoch
+            self._fetch_gen += 1
+
+    def _make_leader(self, ps: PartitionState) -> None:
+        """``Partition.makeLeader``: LESO = LEO, epoch cache entry, follower state reset."""
+        re_elected = self.role == "leader" and self.leader == self.broker_id
+        self._fetch_gen += 1
+        self._outstanding = -1
+        new_epoch = ps.leader_epoch > self.leader_epoch
+        self.role = "leader"
+        self.leader = self.broker_id
+        self.leader_epoch = ps.leader_epoch
+        self.partition_epoch = ps.partition_epoch
+        self.isr = ps.isr
+        self.maximal_isr = ps.isr
+        self.pending_isr = None
+        if new_epoch:
+            self.log.epochs.assign(ps.leader_epoch, self.leo)
+            self.leso = self.leo
+        now = self.now_ms
+        followers: dict[int, FollowerState] = {}
+        for b in ps.replicas:
+            if b == self.broker_id:
+                continue
+            old = self.followers.get(b)
+            st = FollowerState()
+            st.last_caught_up_time_ms = now if b in ps.isr else 0
+            if re_elected and old is not None:
+                st.log_end_offset = old.log_end_offset
+                st.log_start_offset = old.log_start_offset
+                st.last_fetch_time_ms = now if b in ps.isr else 0
+            followers[b] = st
+        self.followers = followers
+        self.emit("become_leader", **self._tp(), leader_epoch=ps.leader_epoch,
+                  isr=list(ps.isr), leo=self.leo, hw=self.hw, leso=self.leso,
+                  recovering=ps.recovering)
+        self._maybe_increment_leader_hw("become_leader")
+        self._complete_parked()
+
+    def _resign(self) -> None:
+        for d in self.delayed:
+            self._respond_produce(d.src, d.req, NOT_LEADER_OR_FOLLOWER, -1)
+        self.delayed = []
+        for p in self.parked:
+            self._respond_fetch_error(p.src, p.req, NOT_LEADER_OR_FOLLOWER)
+        self.parked = []
+        self.pending_isr = None
+        self.leso = UNDEFINED
+
+    def _make_follower(self, ps: PartitionState) -> None:
+        if self.role == "leader":
+            self._resign()
+        self._fetch_gen += 1
+        self._outstanding = -1
+        self.role = "follower"
+        self.leader = ps.leader
+        self.leader_epoch = ps.leader_epoch
+        self.partition_epoch = ps.partition_epoch
+        self.isr = ps.isr
+        self.maximal_isr = ps.isr
+        self.followers = {}
+        self.emit("become_follower", **self._tp(), leader=ps.leader,
+                  leader_epoch=ps.leader_epoch, leo=self.leo, hw=self.hw)
+        trunc = self.rules.truncation
+        if trunc == "hw":
+            self._truncate(self.hw, "high_watermark")
+            self._send_fetch()
+        elif trunc in ("kip101", "kip279"):
+            self._send_offsets_for_leader_epoch()
+        else:
+            self._send_fetch()
+
+    # -- ISR changes -----------------------------------------------------------------------
+    def _commit_isr(self, isr: tuple[int, ...]) -> None:
+        """The controller committed an ISR (it traces the ``isr_change``)."""
+        self.isr = isr
+        self.maximal_isr = isr
+        self.pending_isr = None
+
+    def _propose_isr(self, proposed: tuple[int, ...], kind: str) -> None:
+        self.pending_isr = proposed
+        if kind == "expand" and self.rules.maximal_isr:
+            self.maximal_isr = tuple(sorted(set(self.isr) | set(proposed)))
+        own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
+        members = tuple((b, self.followers[b].broker_epoch if b in self.followers
+                         else own_epoch) for b in proposed)
+        self.emit("alter_partition", **self._tp(), proposed_isr=list(proposed),
+                  partition_epoch=self.partition_epoch, kind=kind)
+        self.send(CONTROLLER, AlterPartition(
+            self.topic, self.partition, self.broker_id, self.leader_epoch, own_epoch,
+            members, self.partition_epoch))
+
+    def _on_alter_partition_response(self, r: AlterPartitionResponse) -> None:
+        if self.role != "leader" or self.pending_isr is None:
+            return
+        self.emit("alter_partition_result", **self._tp(), error=r.error,
+                  isr=list(r.isr), partition_epoch=r.partition_epoch)
+        if r.error != NONE:
+            self.pending_isr = None
+            self.maximal_isr = self.isr
+            return
+        if r.leader_epoch != self.leader_epoch:
+            return
+        shrink = len(r.isr) < len(self.isr)
+        self.partition_epoch = r.partition_epoch
+        self._commit_isr(r.isr)
+        self._maybe_increment_leader_hw("isr_shrink" if shrink else "isr_change")
+
+    def _out_of_sync(self) -> tuple[int, ...]:
+        now = self.now_ms
+        lag = self.cfg.replica_lag_time_max_ms
+        leo = self.leo
+        out = []
+        for b in self.isr:
+            if b == self.broker_id:
+                continue
+            st = self.followers.get(b)
+            if st is None or not st.is_caught_up(leo, now, lag):
+                out.append(b)
+            elif (self.cfg.replica_lag_max_messages > 0
+                  and leo - st.log_end_offset > self.cfg.replica_lag_max_messages):
+                out.append(b)   # the pre-0.9 message-count rule (seed 001)
+        return tuple(out)
+
+    def _maybe_expand_isr(self, broker: int, fetch_broker_epoch: int) -> None:
+        if self.pending_isr is not None or broker in self.isr:
+            return
+        if self.rules.isr_eligibility and not self._isr_eligible(broker, fetch_broker_epoch):
+            return
+        st = self.followers[broker]
+        if st.log_end_offset < self.hw:
+            return
+        if self.rules.leso_check and st.log_end_offset < self.leso:
+            return   # KAFKA-7128
+        if (self.cfg.replica_lag_max_messages > 0
+                and self.leo - st.log_end_offset > self.cfg.replica_lag_max_messages):
+            return
+        self._propose_isr(tuple(sorted((*self.isr, broker))), "expand")
+
+    # -- leader: requests ------------------------------------------------------------------
+    def _check_epoch(self, current_leader_epoch: int) -> str:
+        if self.role != "leader":
+            return NOT_LEADER_OR_FOLLOWER
+        if self.rules.epoch_fencing and current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                return FENCED_LEADER_EPOCH
+            if current_leader_epoch > self.leader_epoch:
+                return UNKNOWN_LEADER_EPOCH
+        return NONE
+
+    def _on_produce(self, req: Produce, src: Address) -> None:
+        if self.role != "leader":
+            self._respond_produce(src, req, NOT_LEADER_OR_FOLLOWER, -1)
+            return
+        if req.acks == -1 and len(self.isr) < self.effective_min_isr():
+            self._respond_produce(src, req, NOT_ENOUGH_REPLICAS, -1)
+            return
+        first = req.records[0]
+        pid, seq = first[4], first[5]
+        if pid >= 0:
+            last = self.producers.get(pid)
+            if last is not None and seq <= last[0]:
+                # duplicate batch (a retry): answer with where it landed
+                self._respond_produce(src, req, NONE, last[1] - (last[0] - seq))
+                return
+            expected = 0 if last is None else last[0] + 1
+            if seq != expected:
+                self._respond_produce(src, req, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+                return
+        base = self.leo
+        self._append(tuple((base + i, r[1], self.leader_epoch, self.now_ms, r[4], r[5], r[6])
+                           for i, r in enumerate(req.records)))
+        if pid >= 0:
+            self.producers[pid] = (req.records[-1][5], self.leo - 1)
+        if req.acks == -1:
+            d = DelayedProduce(src, req, self.leo, base, self._next_token())
+            self.delayed.append(d)
+            self.timer(req.timeout_ms, Tick("produce_timeout", d.token, 0))
+        self._maybe_increment_leader_hw("produce")
+        if req.acks == 1:
+            self._respond_produce(src, req, NONE, base)
+        elif req.acks == -1:
+            self._complete_delayed()
+        self._complete_parked()
+
+    def _respond_produce(self, src: Address, req: Produce, error: str, base: int) -> None:
+        if req.acks != 0:
+            self.send(src, ProduceResponse(req.topic, req.partition, error, base,
+                                           req.correlation))
+
+    def _complete_delayed(self) -> None:
+        """``DelayedProduce.tryComplete`` via ``checkEnoughReplicasReachOffset``."""
+        if not self.delayed:
+            return
+        keep = []
+        for d in self.delayed:
+            if self.hw >= d.required_offset:
+                err = (NONE if len(self.maximal_isr) >= self.effective_min_isr()
+                       else NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+                self._respond_produce(d.src, d.req, err, d.base_offset)
+            else:
+                keep.append(d)
+        self.delayed = keep
+
+    def _on_fetch(self, req: Fetch, src: Address) -> None:
+        err = self._check_epoch(req.current_leader_epoch)
+        if err != NONE:
+            self._respond_fetch_error(src, req, err)
+            return
+        if req.replica < 0:
+            self._on_consumer_fetch(req, src)
+            return
+        if req.replica not in self.followers:
+            self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
+            return
+        # truncate-on-fetch: the diverging-epoch check (KAFKA-10554, 2.8+)
+        if self.rules.truncation == "fetch" and req.last_fetched_epoch >= 0:
+            epoch, end = self.log.epochs.end_offset_for(req.last_fetched_epoch, self.leo)
+            if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+                if not self.rules.skip_diverging_fetch_state:
+                    self._update_follower_fetch_state(req)   # KAFKA-13141
+                self.send(src, FetchResponse(
+                    self.topic, self.partition, NONE, self.hw, self.leo,
+                    self.log.log_start_offset, (), epoch, end, self.leader_epoch,
+                    req.correlation))
+                return
+        if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
+            self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
+            return
+        self._update_follower_fetch_state(req)
+        if req.fetch_offset >= self.leo and self.cfg.replica_fetch_wait_max_ms > 0:
+            p = ParkedFetch(src, req, self._next_token())
+            self.parked.append(p)
+            self.timer(self.cfg.replica_fetch_wait_max_ms, Tick("fetch_wait", p.token, 0))
+            return
+        self._answer_follower_fetch(src, req)
+
+    def _update_follower_fetch_state(self, req: Fetch) -> None:
+        """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (1.3, 1.5)."""
+        st = self.followers[req.replica]
+        now = self.now_ms
+        leo = self.leo
+        if req.fetch_offset >= leo:
+            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, now)
+        elif req.fetch_offset >= st.last_fetch_leader_leo:
+            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, st.last_fetch_time_ms)
+        changed = st.log_end_offset != req.fetch_offset
+        st.log_end_offset = req.fetch_offset
+        st.log_start_offset = req.log_start_offset
+        st.last_fetch_leader_leo = max(leo, st.last_fetch_leader_leo)
+        st.last_fetch_time_ms = now
+        st.broker_epoch = req.broker_epoch
+        self._maybe_expand_isr(req.replica, req.broker_epoch)
+        if changed:
+            self._maybe_increment_leader_hw("follower_fetch")
+
+    def _answer_follower_fetch(self, src: Address, req: Fetch) -> None:
+        recs = self.log.read(req.fetch_offset, self.leo,
+                             min(req.max_records, self.cfg.replica_fetch_max_records))
+        self.send(src, FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
+                                     self.log.log_start_offset, recs, -1, -1,
+                                     self.leader_epoch, req.correlation))
+
+    def _on_consumer_fetch(self, req: Fetch, src: Address) -> None:
+        if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
+            self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
+            return
+        if req.fetch_offset >= self.hw:
+            p = ParkedFetch(src, req, self._next_token())
+            self.parked.append(p)
+            self.timer(self.cfg.replica_fetch_wait_max_ms, Tick("fetch_wait", p.token, 0))
+            return
+        self._answer_consumer_fetch(src, req)
+
+    def _answer_consumer_fetch(self, src: Address, req: Fetch) -> None:
+        recs = self.log.read(req.fetch_offset, self.hw, req.max_records)
+        self.send(src, FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
+                                     self.log.log_start_offset, recs, -1, -1,
+                                     self.leader_epoch, req.correlation))
+
+    def _respond_fetch_error(self, src: Address, req: Fetch, error: str) -> None:
+        self.send(src, FetchResponse(self.topic, self.partition, error, self.hw, self.leo,
+                                     self.log.log_start_offset, (), -1, -1,
+                                     self.leader_epoch, req.correlation))
+
+    def _complete_parked(self) -> None:
+        if not self.parked or self.role != "leader":
+            return
+        keep = []
+        for p in self.parked:
+            ready = (self.hw > p.req.fetch_offset if p.req.replica < 0
+                     else self.leo > p.req.fetch_offset)
+            if ready:
+                if p.req.replica < 0:
+                    self._answer_consumer_fetch(p.src, p.req)
+                else:
+                    self._answer_follower_fetch(p.src, p.req)
+            else:
+                keep.append(p)
+        self.parked = keep
+
+    def _on_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpoch, src: Address) -> None:
+        err = self._check_epoch(req.current_leader_epoch)
+        if err != NONE:
+            self.send(src, OffsetsForLeaderEpochResponse(
+                self.topic, self.partition, err, -1, -1, req.correlation))
+            return
+        epoch, end = self.log.epochs.end_offset_for(req.leader_epoch, self.leo)
+        if self.rules.truncation == "kip101" and epoch != UNDEFINED:
+            epoch = req.leader_epoch   # pre-KIP-279: no "epoch of the end offset"
+        self.send(src, OffsetsForLeaderEpochResponse(
+            self.topic, self.partition, NONE, epoch, end, req.correlation))
+
+    def _on_list_offsets(self, req: ListOffsets, src: Address) -> None:
+        if self.role != "leader":
+            self.send(src, ListOffsetsResponse(self.topic, self.partition,
+                                               NOT_LEADER_OR_FOLLOWER, -1, req.correlation))
+            return
+        if req.timestamp == -2:
+            off, err = self.log.log_start_offset, NONE
+        elif self.leso > self.hw:
+            off, err = -1, "OFFSET_NOT_AVAILABLE"   # KIP-207: ListOffsets stays monotonic
+        else:
+            off, err = self.hw, NONE
+        self.send(src, ListOffsetsResponse(self.topic, self.partition, err, off,
+                                           req.correlation))
+
+    # -- follower --------------------------------------------------------------------------
+    def _send_fetch(self) -> None:
+        if self.role != "follower" or self.leader < 0:
+            return
+        corr = self._next_correlation()
+        self._outstanding = corr
+        last_epoch = self.log.last_epoch() if self.rules.truncation == "fetch" else -1
+        own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
+        self.send(self._addr(self.leader), Fetch(
+            self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
+            self.leader_epoch if self.rules.epoch_fencing else -1,
+            self.log.log_start_offset, self.cfg.replica_fetch_max_records, corr))
+        self.timer(self.cfg.replica_fetch_wait_max_ms + self.cfg.replica_socket_timeout_ms,
+                   Tick("fetch_timeout", corr, self._fetch_gen))
+
+    def _send_offsets_for_leader_epoch(self) -> None:
+        corr = self._next_correlation()
+        self._outstanding = corr
+        self.send(self._addr(self.leader), OffsetsForLeaderEpoch(
+            self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
+            self.leader_epoch if self.rules.epoch_fencing else -1, corr))
+        self.timer(self.cfg.replica_socket_timeout_ms,
+                   Tick("fetch_timeout", corr, self._fetch_gen))
+
+    def _backoff(self) -> None:
+        self._outstanding = -1
+        self.timer(self.cfg.replica_fetch_backoff_ms, Tick("fetch_backoff", 0, self._fetch_gen))
+
+    def _on_offsets_for_leader_epoch_response(self, r: OffsetsForLeaderEpochResponse) -> None:
+        if self.role != "follower" or r.correlation != self._outstanding:
+            return
+        self._outstanding = -1
+        if r.error != NONE:
+            self._backoff()
+            return
+        if r.end_offset == UNDEFINED:
+            self._truncate(self.hw, "high_watermark")   # leader has no epoch info
+            self._send_fetch()
+            return
+        if self.rules.truncation == "kip101":
+            self._truncate(min(r.end_offset, self.leo), "leader_epoch")
+            self._send_fetch()
+            return
+        done = self._truncate_to_epoch_end(r.leader_epoch, r.end_offset)
+        if done:
+            self._send_fetch()
+        else:
+            self._send_offsets_for_leader_epoch()
+
+    def _truncate_to_epoch_end(self, leader_epoch: int, leader_end: int) -> bool:
+        """``AbstractFetcherThread.getOffsetTruncationState`` (KIP-279). True when done."""
+        local_epoch, local_end = self.log.epochs.end_offset_for(leader_epoch, self.leo)
+        if local_epoch == UNDEFINED:
+            self._truncate(self.hw, "high_watermark")
+            return True
+        if local_epoch != leader_epoch:
+            # we don't know the leader's epoch: cut to the end of our largest smaller one
+            self._truncate(min(local_end, self.leo), "leader_epoch")
+            return False
+        self._truncate(min(leader_end, local_end, self.leo), "leader_epoch")
+        return True
+
+    def _on_fetch_response(self, r: FetchResponse) -> None:
+        if self.role != "follower" or r.correlation != self._outstanding:
+            return
+        self._outstanding = -1
+        if r.error == OFFSET_OUT_OF_RANGE:
+            # AbstractFetcherThread.fetchOffsetAndTruncate (the unclean-election path)
+            if r.log_end_offset < self.leo:
+                self._truncate(r.log_end_offset, "offset_out_of_range")
+            elif r.log_start_offset > self.leo:
+                self.log.truncate_fully_and_start_at(r.log_start_offset)
+                self.emit("log_truncate", **self._tp(), old_leo=self.leo,
+                          new_leo=r.log_start_offset, reason="offset_out_of_range")
+                self._set_hw(r.log_start_offset, "truncate")
+            self._send_fetch()
+            return
+        if r.error != NONE:
+            self._backoff()
+            return
+        if r.diverging_epoch >= 0:
+            if not self.rules.truncate_before_hw:   # KAFKA-14704: HW applied first
+                self._follower_apply_hw(r.high_watermark)
+            self._truncate_to_epoch_end(r.diverging_epoch, r.diverging_end_offset)
+            self._send_fetch()
+            return
+        if r.records:
+            old = self.leo
+            if r.records[0][0] != old:
+                self._backoff()      # not contiguous (stale response): refetch
+                return
+            self._append(r.records)
+            self.emit("leo_update", **self._tp(), old=old, new=self.leo)
+        self._follower_apply_hw(r.high_watermark)
+        if r.log_start_offset > self.log.log_start_offset:
+            self._increment_log_start_offset(min(r.log_start_offset, self.hw), "leader")
+        self._send_fetch()
+
+    def _follower_apply_hw(self, leader_hw: int) -> None:
+        new = min(self.leo, leader_hw)
+        new = max(new, self.log.log_start_offset)
+        self._set_hw(new, "fetch_response")
+
+    # -- log writes ------------------------------------------------------------------------
+    def _append(self, recs: tuple[Record, ...]) -> None:
+        log = self.log
+        cfg = self.cfg
+        now = self.now_ms
+        old = log.log_end_offset
+        for rec in recs:
+            if log.append(rec, cfg.segment_bytes, cfg.segment_ms, now):
+                self.emit("segment_roll", **self._tp(), base_offset=rec[0])
+                log.flush(now, upto=rec[0])   # Kafka flushes the rolled segment
+        if self.role == "leader":
+            self.emit("leo_update", **self._tp(), old=old, new=log.log_end_offset)
+        if log.unflushed_messages >= cfg.log_flush_interval_messages:
+            log.flush(now)
+            self.emit("log_flush", **self._tp(), recovery_point=log.recovery_point)
+
+    def _truncate(self, offset: int, reason: str) -> None:
+        if offset >= self.leo:
+            return
+        old = self.log.truncate_to(offset)
+        self.emit("log_truncate", **self._tp(), old_leo=old, new_leo=self.leo, reason=reason)
+        if self.hw > self.leo:
+            self._set_hw(self.leo, "truncate")
+        if self.producers:
+            self.producers = {}
+            for rec in self.log.records:
+                if rec[4] >= 0:
+                    self.producers[rec[4]] = (rec[5], rec[0])
+
+    def _increment_log_start_offset(self, new: int, reason: str) -> None:
+        log = self.log
+        if new <= log.log_start_offset:
+            return
+        old = log.log_start_offset
+        log.log_start_offset = new
+        log.epochs.truncate_from_start(new)
+        self.emit("log_start_offset_update", **self._tp(), old=old, new=new, reason=reason)
+        if self.hw < new:
+            self._set_hw(new, "log_start_offset")
+        gone = log.delete_segments_below(new)
+        for i, seg in enumerate(gone):
+            nxt = gone[i + 1].base_offset if i + 1 < len(gone) else log.segments[0].base_offset
+            self.emit("segment_delete", **self._tp(), base_offset=seg.base_offset,
+                      next_offset=nxt, reason="log_start_offset")
+
+    def _retention(self) -> None:
+        """``UnifiedLog.deleteOldSegments`` on every replica (KAFKA_REFERENCE 1.11)."""
+        log = self.log
+        cfg = self.cfg
+        segs = log.segments
+        total = sum(s.size for s in segs)
+        diff = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
+        cut = -1
+        for i in range(len(segs) - 1):
+            nxt = segs[i + 1].base_offset
+            if self.hw < nxt:
+                break   # never delete at or beyond the HW
+            breached = (nxt <= log.log_start_offset
+                        or (cfg.retention_ms >= 0
+                            and self.now_ms - segs[i].largest_timestamp > cfg.retention_ms)
+                        or (diff >= 0 and diff - segs[i].size >= 0))
+            if not breached:
+                break
+            if diff >= 0:
+                diff -= segs[i].size
+            cut = nxt
+        if cut > log.log_start_offset:
+            log.log_start_checkpoint = cut
+            self._increment_log_start_offset(cut, "segment_deletion")
+
+    # -- timers ----------------------------------------------------------------------------
+    def _on_tick(self, t: Tick) -> None:
+        k = t.kind
+        if k == "fetch_wait":
+            for i, p in enumerate(self.parked):
+                if p.token == t.token:
+                    del self.parked[i]
+                    if p.req.replica < 0:
+                        self._answer_consumer_fetch(p.src, p.req)
+                    else:
+                        self._answer_follower_fetch(p.src, p.req)
+                    break
+        elif k == "fetch_timeout":
+            if t.token == self._outstanding and t.arg == self._fetch_gen:
+                self._outstanding = -1
+                if self.rules.truncation in ("kip101", "kip279") and self._needs_epoch_request():
+                    self._send_offsets_for_leader_epoch()
+                else:
+                    self._send_fetch()
+        elif k == "fetch_backoff":
+            if t.arg == self._fetch_gen and self.role == "follower" and self._outstanding < 0:
+                if self.rules.truncation in ("kip101", "kip279"):
+                    self._send_offsets_for_leader_epoch()
+                else:
+                    self._send_fetch()
+        elif k == "isr_expiration":
+            self.timer(self.cfg.replica_lag_time_max_ms / 2, Tick("isr_expiration", 0, 0))
+            if self.role == "leader" and self.pending_isr is None:
+                out = self._out_of_sync()
+                if out:
+                    self._propose_isr(tuple(b for b in self.isr if b not in out), "shrink")
+        elif k == "produce_timeout":
+            for i, d in enumerate(self.delayed):
+                if d.token == t.token:
+                    del self.delayed[i]
+                    self._respond_produce(d.src, d.req, REQUEST_TIMED_OUT, -1)
+                    break
+        elif k == "hw_checkpoint":
+            self.log.hw_checkpoint = self.hw
+            self.log.log_start_checkpoint = self.log.log_start_offset
+            self.timer(self.cfg.hw_checkpoint_interval_ms, Tick("hw_checkpoint", 0, 0))
+        elif k == "flush":
+            if self.log.unflushed_messages:
+                self.log.flush(self.now_ms)
+                self.emit("log_flush", **self._tp(), recovery_point=self.log.recovery_point)
+            self.timer(self.cfg.log_flush_interval_ms, Tick("flush", 0, 0))
+        elif k == "retention":
+            self._retention()
+            self.timer(self.cfg.retention_check_interval_ms, Tick("retention", 0, 0))
+
+    def _needs_epoch_request(self) -> bool:
+        return False
+
+    def _on_broker_states(self, m: BrokerStates) -> None:
+        if m.controller_epoch < self.controller_epoch:
+            return
+        self.broker_epochs = {b: (e, f) for b, e, f in m.brokers}
+        if self.role == "leader":
+            self._maybe_increment_leader_hw("follower_fetch")
+
+    # -- invariants ------------------------------------------------------------------------
+    def _check_invariants(self) -> None:
+        lso, hw, leo = self.log.log_start_offset, self.hw, self.leo
+        if not lso <= hw <= leo:
+            raise InvariantViolation(
+                f"{self.node}/{self.name}: logStartOffset {lso} <= HW {hw} <= LEO {leo}")
+        if self.leader_epoch < self._highest_epoch_seen:
+            raise InvariantViolation(
+                f"{self.node}/{self.name}: leader epoch went back to {self.leader_epoch}")
+        self._highest_epoch_seen = self.leader_epoch
+        if any(b not in self.replicas for b in self.isr) and self.replicas:
+            raise InvariantViolation(f"{self.node}/{self.name}: ISR {self.isr} not in AR")

@@ -1,0 +1,110 @@
+"""The ``isrlab`` command line (DESIGN section 1).
+
+Exit codes everywhere: 0 the run met its ``[expect]`` (or the command succeeded), 1 it did
+not, 2 bad input (one line on stderr naming the file, the line where known, and the
+field). ``--json`` prints exactly one JSON object on stdout and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from emulator.scenario import ScenarioError, catalog, load
+
+
+def _run(args: argparse.Namespace) -> int:
+    from emulator.cluster import run
+    try:
+        sc = load(args.scenario, args.set or [])
+    except ScenarioError as exc:
+        print(f"isrlab: {exc}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else sc["seed"]
+    out = args.out or f"out/{sc['name']}/seed-{seed}.jsonl"
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "ab"):
+            pass
+    except OSError as exc:
+        print(f"isrlab: {out}: --out: cannot write: {exc.strerror}", file=sys.stderr)
+        return 2
+    res = run(sc, seed, out, clock=args.clock)
+    verdict: dict[str, Any] = {}
+    code = 0 if res.status == "ok" else 1
+    try:
+        from traces.checker import check_file
+        result = check_file(out)
+        verdict = {"anomalies": result.anomalies, "expect_met": result.expect_met,
+                   "forbidden_found": result.forbidden_found,
+                   "missing_expected": result.missing_expected}
+        if not result.expect_met:
+            code = 1
+    except ImportError:
+        pass
+    if args.json:
+        print(json.dumps({"trace": out, "digest": res.digest, "events": res.events,
+                          "status": res.status, "seed": seed, "scenario": sc["name"],
+                          "sim_seconds": res.sim_seconds,
+                          "wall_seconds": round(res.wall_seconds, 3),
+                          "delivered": res.delivered, **verdict,
+                          **({"error": res.error} if res.error else {})}))
+    else:
+        print(f"{sc['name']} seed {seed} (protocol {sc['protocol']}): {res.status}, "
+              f"{res.events} events, {res.delivered} messages delivered, "
+              f"{res.sim_seconds:.1f} simulated s in {res.wall_seconds:.1f} wall s")
+        print(f"trace  {out}\ndigest {res.digest}")
+        if res.error:
+            print(f"error  {res.error}")
+        if verdict:
+            found = {k: v for k, v in verdict["anomalies"].items() if v}
+            print("anomalies " + (", ".join(f"{k}={v}" for k, v in sorted(found.items()))
+                                  or "none"))
+            print("expect   " + ("met" if verdict["expect_met"] else
+                                 f"NOT met (forbidden found: {verdict['forbidden_found']}, "
+                                 f"expected missing: {verdict['missing_expected']})"))
+        print(f"replay with: isrlab run {args.scenario} --seed {seed}"
+              + "".join(f" --set {s}" for s in (args.set or [])))
+    return code
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    for name, desc in catalog():
+        print(f"{name:32} {desc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "check":
+        from traces.checker import main as check_main
+        return check_main(argv[1:])
+    if argv and argv[0] == "analyze":
+        from spark_analysis.cli import main as analyze_main
+        return analyze_main(argv[1:])
+    parser = argparse.ArgumentParser(prog="isrlab", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="run one scenario with one seed")
+    p.add_argument("scenario", help="a TOML file or the name of a catalog entry")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE")
+    p.add_argument("--out", help="trace path (.jsonl or .jsonl.gz)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--clock", choices=("virtual", "real"), default="virtual")
+    p.set_defaults(fn=_run)
+    sub.add_parser("check", help="check one trace (isrlab check TRACE [--json])")
+    sub.add_parser("analyze", help="Spark analytics (isrlab analyze PATH... [--json])")
+    s = sub.add_parser("scenarios", help="list the scenario catalog")
+    s.set_defaults(fn=_scenarios)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else 2
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

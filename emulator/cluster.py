@@ -1,0 +1,382 @@
+"""Cluster assembly and one run: scenario + seed -> trace.
+
+A run has three phases, each traced as a ``phase`` event:
+
+1. ``workload`` (``duration_s``): producers produce, consumers consume, the fault plan
+   (scripted, or generated from the seed by a nemesis) is applied;
+2. ``heal``: every fault stops — partitions heal, paused nodes resume, crashed nodes
+   restart — and the cluster must converge within ``heal_s`` (TigerBeetle's liveness
+   mode, FoundationDB's quiet-database check): every partition has a leader, ISR = AR,
+   HW = LEO on every replica, every consumer group has read up to the HW. It is checked
+   every second; the run ends at the first converged check (plus a second of margin);
+3. ``final``: a ``convergence`` event per partition and the ``final_log`` of every replica.
+
+The run is a function of (scenario, seed, code version): one :class:`RngTree` seeds the
+network, the nemesis and each client by name.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+import trio.testing
+
+from actors.broker import Broker
+from actors.consumer import Consumer, ConsumerConfig
+from actors.controller import Controller, ControllerStore, PartitionRecord
+from actors.core import Machine
+from actors.eras import rules_for
+from actors.log import BrokerDisk, NoDisk
+from actors.producer import Producer, ProducerConfig
+from actors.replica import Replica, ReplicaConfig
+from emulator.network import DelayDist, Network
+from emulator.rng import RngTree
+from emulator.scheduler import Node, Scheduler
+from faults.nemesis import generate
+from faults.plan import start_fault
+from traces.writer import TraceWriter
+
+US = 1_000_000
+FINAL_LOG_CHUNK = 5000
+
+
+@dataclass
+class RunResult:
+    trace: str | None
+    digest: str
+    events: int
+    status: str
+    sim_seconds: float
+    wall_seconds: float
+    delivered: int
+    error: str | None = None
+
+
+class Cluster:
+    """The simulated world: nodes, their disks, the network, and the fault hooks."""
+
+    def __init__(self, sc: dict[str, Any], seed: int, writer: TraceWriter, *,
+                 clock: str = "virtual") -> None:
+        self.sc = sc
+        self.seed = seed
+        self.rng = RngTree(seed)
+        self.rules = rules_for(sc["protocol"], tuple(sc["bugs"]))
+        net = sc["network"]
+        self.network = Network(self.rng.child("network"), DelayDist(**net["delay"]),
+                               drop_rate=net["drop_rate"], corrupt_rate=net["corrupt_rate"])
+        self.sched = Scheduler(self.network, writer, clock=clock)
+        self.writer = writer
+        cl = sc["cluster"]
+        self.broker_ids = tuple(range(1, cl["brokers"] + 1))
+        self.disks = {b: BrokerDisk() for b in self.broker_ids}
+        self.store = ControllerStore()
+        self.assignment: dict[tuple[str, int], tuple[int, ...]] = {}
+        for t in sc["topics"]:
+            rf = t["replication.factor"]
+            for p in range(t["partitions"]):
+                # Kafka's round-robin replica assignment (no racks), starting at p
+                replicas = tuple(self.broker_ids[(p + i) % len(self.broker_ids)]
+                                 for i in range(rf))
+                self.assignment[(t["name"], p)] = replicas
+                self.store.partitions[(t["name"], p)] = PartitionRecord(
+                    t["name"], p, replicas, t["min.insync.replicas"],
+                    t["unclean.leader.election.enable"])
+        self.topic_cfg = {t["name"]: t for t in sc["topics"]}
+        self.node_names: list[str] = ["controller"] + [f"broker-{b}" for b in self.broker_ids]
+        self._build_nodes()
+        self.plan: list[dict[str, Any]] = list(sc["faults"]["plan"])
+        self.plan += generate(sc, self.rng.child("nemesis"))
+        self.plan.sort(key=lambda f: float(f["at_s"]))
+        self.phase = "workload"
+
+    # -- assembly ----------------------------------------------------------------------------
+    def _replica_cfg(self, topic: dict[str, Any]) -> ReplicaConfig:
+        cl = self.sc["cluster"]
+        return ReplicaConfig(
+            replica_lag_time_max_ms=cl["replica.lag.time.max.ms"],
+            replica_lag_max_messages=cl["replica.lag.max.messages"],
+            replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
+            replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
+            replica_fetch_max_records=cl["replica.fetch.max.records"],
+            replica_fetch_backoff_ms=cl["replica.fetch.backoff.ms"],
+            replica_socket_timeout_ms=cl["replica.socket.timeout.ms"],
+            hw_checkpoint_interval_ms=cl["replica.high.watermark.checkpoint.interval.ms"],
+            log_flush_interval_messages=cl["log.flush.interval.messages"],
+            log_flush_interval_ms=cl["log.flush.interval.ms"],
+            retention_check_interval_ms=cl["log.retention.check.interval.ms"],
+            min_insync_replicas=topic["min.insync.replicas"],
+            segment_bytes=topic["segment.bytes"], segment_ms=topic["segment.ms"],
+            retention_ms=topic["retention.ms"], retention_bytes=topic["retention.bytes"],
+            invariants=self.sc["invariants"])
+
+    def _build_nodes(self) -> None:
+        sc = self.sc
+        cl = sc["cluster"]
+        rules = self.rules
+
+        def controller_factory(node: Node) -> list[Machine]:
+            return [Controller(self.store, rules, brokers=self.broker_ids,
+                               session_timeout_ms=cl["broker.session.timeout.ms"],
+                               invariants=sc["invariants"])]
+        self.sched.add_node(Node("controller", self.store, controller_factory))
+
+        for b in self.broker_ids:
+            hosted = tuple(sorted(tp for tp, reps in self.assignment.items() if b in reps))
+
+            def broker_factory(node: Node, b: int = b,
+                               hosted: tuple[tuple[str, int], ...] = hosted) -> list[Machine]:
+                disk = self.disks[b]
+                clean = disk.clean_shutdown
+                machines: list[Machine] = [Broker(
+                    node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
+                    heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"])]
+                for topic, p in hosted:
+                    machines.append(Replica(node.name, b, disk.log(topic, p), rules,
+                                            self._replica_cfg(self.topic_cfg[topic]),
+                                            clean_start=clean or node.incarnation == 1))
+                disk.clean_shutdown = False   # running: an unclean stop from here on
+                return machines
+            self.sched.add_node(Node(f"broker-{b}", self.disks[b], broker_factory))
+
+        stop_ms = int(sc["duration_s"] * 1000)
+        for i, p in enumerate(sc["producers"]):
+            t = self.topic_cfg[p["topic"]]
+            pcfg = ProducerConfig(
+                topic=p["topic"], partitions=t["partitions"], acks=p["acks"], rate=p["rate"],
+                keys=p["keys"], partitioner=p["partitioner"], stop_ms=stop_ms,
+                enable_idempotence=p["enable.idempotence"], retries=p["retries"],
+                max_in_flight=p["max.in.flight.requests.per.connection"],
+                linger_ms=p["linger.ms"], batch_size=p["batch.size"],
+                retry_backoff_ms=p["retry.backoff.ms"],
+                request_timeout_ms=p["request.timeout.ms"],
+                delivery_timeout_ms=p["delivery.timeout.ms"])
+            name = f"producer-{i}"
+
+            def producer_factory(node: Node, i: int = i, pcfg: ProducerConfig = pcfg
+                                 ) -> list[Machine]:
+                return [Producer(node.name, i, pcfg,
+                                 self.rng.child(f"{node.name}/{node.incarnation}"),
+                                 brokers=self.broker_ids)]
+            self.sched.add_node(Node(name, NoDisk(), producer_factory))
+            self.node_names.append(name)
+
+        self.consumers: list[str] = []
+        for c in sc["consumers"]:
+            t = self.topic_cfg[c["topic"]]
+            for m in range(c["members"]):
+                ccfg = ConsumerConfig(
+                    group=c["group"], topic=c["topic"], partitions=t["partitions"], member=m,
+                    members=c["members"], assignor=c["partition.assignment.strategy"],
+                    auto_offset_reset=c["auto.offset.reset"],
+                    auto_commit_interval_ms=c["auto.commit.interval.ms"],
+                    fetch_max_wait_ms=c["fetch.max.wait.ms"],
+                    max_poll_records=c["max.poll.records"])
+                name = f"consumer-{c['group']}-{m}"
+
+                def consumer_factory(node: Node, ccfg: ConsumerConfig = ccfg
+                                     ) -> list[Machine]:
+                    return [Consumer(node.name, ccfg, brokers=self.broker_ids)]
+                self.sched.add_node(Node(name, NoDisk(), consumer_factory))
+                self.node_names.append(name)
+                self.consumers.append(name)
+
+    # -- the World protocol (faults.plan) ----------------------------------------------------------
+    def resolve_target(self, target: Any) -> list[str]:
+        if isinstance(target, list):
+            return [str(t) for t in target]
+        if not target:
+            return []
+        if isinstance(target, str) and target.startswith("leader:"):
+            topic, _, p = target[7:].rpartition("-")
+            rec = self.store.partitions.get((topic, int(p)))
+            return [f"broker-{rec.leader}"] if rec is not None and rec.leader >= 0 else []
+        return [str(target)]
+
+    def crash(self, node: str, power_loss: bool) -> None:
+        if node in self.sched.nodes:
+            self.sched.crash_node(node, power_loss=power_loss)
+
+    def restart(self, node: str) -> None:
+        if node in self.sched.nodes:
+            self.sched.restart_node(node)
+
+    def pause(self, node: str) -> None:
+        if node in self.sched.nodes:
+            self.sched.pause_node(node)
+
+    def resume(self, node: str) -> None:
+        if node in self.sched.nodes:
+            self.sched.resume_node(node)
+
+    def cut(self, src: str, dst: str) -> None:
+        self.network.cut(src, dst)
+
+    def heal(self, src: str, dst: str) -> None:
+        self.network.heal(src, dst)
+
+    def heal_all(self) -> None:
+        self.network.heal_all()
+
+    def set_extra_delay(self, src: str, dst: str, extra_ms: float) -> None:
+        self.network.set_extra_delay(src, dst, extra_ms)
+
+    def set_link_drop(self, src: str, dst: str, rate: float) -> None:
+        self.network.set_link_drop(src, dst, rate)
+
+    def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None:
+        self.sched.emit("sim", "nemesis", "fault", fault=fault, phase=phase, target=target,
+                        **extra)
+
+    def after(self, delay_s: float, fn: Callable[[], None]) -> None:
+        at = self.sched.now + int(delay_s * US)
+        heal_at = int(self.sc["duration_s"] * US)
+
+        def guarded() -> None:
+            if self.phase == "workload":
+                fn()
+        self.sched.at(min(at, heal_at), guarded)
+
+    # -- phases -------------------------------------------------------------------------------
+    def boot(self) -> None:
+        for name in self.sched.nodes:
+            self.sched.start_node(name)
+        self.sched.emit("sim", "sim", "phase", phase="workload")
+        for f in self.plan:
+            self.sched.at(int(float(f["at_s"]) * US), lambda f=f: self._start_fault(f))
+        self.sched.at(int(self.sc["duration_s"] * US), self._heal)
+
+    def _start_fault(self, f: dict[str, Any]) -> None:
+        if self.phase == "workload":
+            start_fault(self, f)
+
+    def _heal(self) -> None:
+        self.phase = "heal"
+        self.sched.emit("sim", "sim", "phase", phase="heal")
+        self.network.heal_all()
+        for name, node in sorted(self.sched.nodes.items()):
+            if node.state == "paused":
+                self.sched.resume_node(name)
+            elif node.state == "down":
+                self.sched.restart_node(name)
+        self._heal_deadline = self.sched.now + int(self.sc["heal_s"] * US)
+        self.sched.at(self.sched.now + US, self._check_convergence)
+
+    def _replicas(self) -> list[tuple[tuple[str, int], int, Replica | None]]:
+        out = []
+        for tp, reps in sorted(self.assignment.items()):
+            for b in reps:
+                node = self.sched.nodes[f"broker-{b}"]
+                m = node.machines.get(f"{tp[0]}-{tp[1]}")
+                out.append((tp, b, m if isinstance(m, Replica) else None))
+        return out
+
+    def convergence(self) -> dict[tuple[str, int], str]:
+        """Per partition: "" when converged, else what is still missing."""
+        problems: dict[tuple[str, int], str] = {}
+        by_tp: dict[tuple[str, int], list[tuple[int, Replica | None]]] = {}
+        for tp, b, m in self._replicas():
+            by_tp.setdefault(tp, []).append((b, m))
+        for tp, reps in by_tp.items():
+            rec = self.store.partitions[tp]
+            why = ""
+            if rec.leader < 0:
+                why = "no leader"
+            elif set(rec.isr) != set(rec.replicas):
+                why = f"ISR {sorted(rec.isr)} != AR {sorted(rec.replicas)}"
+            else:
+                leos = {m.leo for _, m in reps if m is not None}
+                hws = {m.hw for _, m in reps if m is not None}
+                if any(m is None for _, m in reps):
+                    why = "a replica is down"
+                elif len(leos) != 1 or leos != hws:
+                    why = f"HW {sorted(hws)} / LEO {sorted(leos)} differ"
+                else:
+                    hw = next(iter(hws))
+                    for cname in self.consumers:
+                        node = self.sched.nodes[cname]
+                        c = node.machines.get("consumer")
+                        if (isinstance(c, Consumer) and c.cfg.topic == tp[0]
+                                and tp[1] in c.assigned and c.position.get(tp[1], -1) < hw):
+                            why = f"{cname} at {c.position.get(tp[1], -1)} < HW {hw}"
+                            break
+            problems[tp] = why
+        return problems
+
+    def _check_convergence(self) -> None:
+        problems = self.convergence()
+        done = all(not v for v in problems.values())
+        if done or self.sched.now >= self._heal_deadline:
+            self.sched.at(self.sched.now + (US if done else 0), self._final)
+        else:
+            self.sched.at(self.sched.now + US, self._check_convergence)
+
+    def _final(self) -> None:
+        self.phase = "final"
+        self.sched.emit("sim", "sim", "phase", phase="final")
+        problems = self.convergence()
+        for (topic, p), why in sorted(problems.items()):
+            self.sched.emit("sim", "sim", "convergence", topic=topic, partition=p,
+                            converged=not why, detail=why)
+        for (topic, p), b, m in self._replicas():
+            disk = self.disks[b]
+            log = disk.log(topic, p)
+            hw = m.hw if m is not None else log.hw_checkpoint
+            epoch = m.leader_epoch if m is not None else log.epochs.latest_epoch()
+            recs = [[r[0], r[1], r[2]] for r in log.records]
+            for i in range(0, max(1, len(recs)), FINAL_LOG_CHUNK):
+                self.sched.emit(f"broker-{b}", f"{topic}-{p}", "final_log", topic=topic,
+                                partition=p, replica=b, log_start_offset=log.log_start_offset,
+                                hw=hw, leo=log.log_end_offset, leader_epoch=epoch,
+                                up=m is not None, records=recs[i:i + FINAL_LOG_CHUNK])
+        self.sched.stop()
+
+
+def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual",
+        writer: TraceWriter | None = None) -> RunResult:
+    """Run a resolved scenario with ``seed``; always leaves a trace ending in run_end."""
+    wall0 = time.perf_counter()
+    w = writer or TraceWriter(out)
+    cluster = Cluster(sc, seed, w, clock=clock)
+    w.start(seed=seed, scenario=sc, fault_plan=cluster.plan, protocol=sc["protocol"])
+    status, error = "ok", None
+    extra: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            async def watch_signals() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM) as sigs:
+                    async for _ in sigs:
+                        raise KeyboardInterrupt
+            try:
+                nursery.start_soon(watch_signals)
+            except (ValueError, RuntimeError):   # not the main thread: no signal handling
+                pass
+            await cluster.sched.run(cluster.boot)
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main, clock=trio.testing.MockClock() if clock == "virtual" else None)
+    except BaseException as raised:   # an actor raised: the trace must still end properly
+        exc = _unwrap(raised)
+        if isinstance(exc, KeyboardInterrupt):
+            status = "aborted"
+            extra = {"error_type": "KeyboardInterrupt", "error_message": "interrupted"}
+        else:
+            status = "error"
+            error = f"{type(exc).__name__}: {exc}"
+            extra = {"error_type": type(exc).__name__, "error_message": str(exc)}
+    digest = w.close(status, **extra)
+    return RunResult(str(out) if out else None, digest, w.events,
+                     status, cluster.sched.now / US, time.perf_counter() - wall0,
+                     cluster.sched.delivered, error)
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,406 @@
+"""Scenario files: TOML with Kafka's own config names, validated, defaults filled in.
+
+A scenario names the cluster (brokers and their ``replica.*`` / ``log.*`` settings), the
+topics (``replication.factor``, ``min.insync.replicas``, ...), the network, the clients,
+the faults and what the run is expected to show (``[expect]``). Every default is Kafka's
+default *for the selected protocol era* (``unclean.leader.election.enable`` was true
+before 0.11, ``replica.lag.time.max.ms`` was 10 s before 2.5), and the resolved scenario —
+every key, defaults included — is written into the trace header, so a trace says exactly
+what ran.
+
+Bad input never gets past :func:`load`: an unknown key, a wrong type or an impossible
+value raises :class:`ScenarioError`, whose one-line message names the file, the line
+(found by looking the key up in the source text) and the field. ``--set KEY=VALUE``
+overrides go through the same checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from actors.eras import BUGS, ERAS, rules_for
+from traces.schema import ANOMALIES
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+LONG_MAX = 2**63 - 1
+DEFAULT_FORBID = ["lost_acked_write", "hw_regression_visible", "log_divergence",
+                  "read_uncommitted", "no_convergence"]
+
+
+class ScenarioError(Exception):
+    def __init__(self, file: str, field: str, message: str, line: int | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Key:
+    types: tuple[type, ...]
+    default: Any
+    check: Callable[[Any], str | None] | None = None
+
+
+def _nonneg(v: Any) -> str | None:
+    return "must be >= 0" if v < 0 else None
+
+
+def _pos(v: Any) -> str | None:
+    return "must be > 0" if v <= 0 else None
+
+
+def _rate(v: Any) -> str | None:
+    return "must be within [0, 1]" if not 0 <= v <= 1 else None
+
+
+def _one_of(*options: Any) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in options else f"must be one of {', '.join(map(str, options))}"
+    return check
+
+
+INT = (int,)
+NUM = (int, float)
+BOOL = (bool,)
+STR = (str,)
+
+TOP: dict[str, Key] = {
+    "name": Key(STR, ""),
+    "description": Key(STR, ""),
+    "protocol": Key(STR, "4.1", _one_of(*ERAS)),
+    "bugs": Key((list,), []),
+    "seed": Key(INT, 1, _nonneg),
+    "duration_s": Key(NUM, 20.0, _pos),
+    "heal_s": Key(NUM, 60.0, _pos),
+    "invariants": Key(BOOL, False),
+}
+
+CLUSTER: dict[str, Key] = {
+    "brokers": Key(INT, 3, _pos),
+    "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
+    "replica.lag.max.messages": Key(INT, 0, _nonneg),
+    "replica.fetch.wait.max.ms": Key(INT, 500, _nonneg),
+    "replica.fetch.min.bytes": Key(INT, 1, _nonneg),
+    "replica.fetch.max.records": Key(INT, 2000, _pos),
+    "replica.fetch.backoff.ms": Key(INT, 1000, _nonneg),
+    "replica.socket.timeout.ms": Key(INT, 30000, _pos),
+    "replica.high.watermark.checkpoint.interval.ms": Key(INT, 5000, _pos),
+    "log.flush.interval.messages": Key(INT, LONG_MAX, _pos),
+    "log.flush.interval.ms": Key(INT, LONG_MAX, _pos),
+    "log.retention.check.interval.ms": Key(INT, 300000, _pos),
+    "broker.heartbeat.interval.ms": Key(INT, 2000, _pos),
+    "broker.session.timeout.ms": Key(INT, 9000, _pos),
+}
+
+TOPIC: dict[str, Key] = {
+    "name": Key(STR, "orders"),
+    "partitions": Key(INT, 1, _pos),
+    "replication.factor": Key(INT, 3, _pos),
+    "min.insync.replicas": Key(INT, 1, _pos),
+    "unclean.leader.election.enable": Key(BOOL, None),  # era default
+    "segment.bytes": Key(INT, 1073741824, _pos),
+    "segment.ms": Key(INT, 604800000, _pos),
+    "retention.ms": Key(INT, 604800000, lambda v: None if v >= -1 else "must be >= -1"),
+    "retention.bytes": Key(INT, -1, lambda v: None if v >= -1 else "must be >= -1"),
+}
+
+NETWORK: dict[str, Key] = {
+    "delay": Key((dict,), {"dist": "uniform", "low_ms": 0.2, "high_ms": 2.0}),
+    "drop_rate": Key(NUM, 0.0, _rate),
+    "corrupt_rate": Key(NUM, 0.0, _rate),
+}
+DELAY: dict[str, Key] = {
+    "dist": Key(STR, "uniform", _one_of("constant", "uniform", "exponential", "lognormal")),
+    "ms": Key(NUM, 1.0, _nonneg),
+    "low_ms": Key(NUM, 0.2, _nonneg),
+    "high_ms": Key(NUM, 2.0, _nonneg),
+    "mean_ms": Key(NUM, 1.0, _nonneg),
+    "mu": Key(NUM, 0.0),
+    "sigma": Key(NUM, 0.5, _nonneg),
+}
+
+PRODUCER: dict[str, Key] = {
+    "topic": Key(STR, None),
+    "rate": Key(NUM, 100.0, _nonneg),
+    "keys": Key(INT, 16, _nonneg),
+    "partitioner": Key(STR, "default", _one_of("default", "legacy")),
+    "acks": Key(STR, "all", _one_of("0", "1", "all", "-1")),
+    "enable.idempotence": Key(BOOL, True),
+    "retries": Key(INT, 2147483647, _nonneg),
+    "max.in.flight.requests.per.connection": Key(INT, 5, _pos),
+    "linger.ms": Key(INT, 5, _nonneg),
+    "batch.size": Key(INT, 16384, _pos),
+    "request.timeout.ms": Key(INT, 30000, _pos),
+    "delivery.timeout.ms": Key(INT, 120000, _pos),
+    "retry.backoff.ms": Key(INT, 100, _nonneg),
+}
+
+CONSUMER: dict[str, Key] = {
+    "group": Key(STR, None),
+    "topic": Key(STR, None),
+    "members": Key(INT, 1, _pos),
+    "partition.assignment.strategy": Key(STR, "range", _one_of("range", "roundrobin")),
+    "auto.offset.reset": Key(STR, "latest", _one_of("earliest", "latest", "none")),
+    "auto.commit.interval.ms": Key(INT, 5000, _pos),
+    "fetch.max.wait.ms": Key(INT, 500, _nonneg),
+    "max.poll.records": Key(INT, 500, _pos),
+}
+
+FAULTS: dict[str, Key] = {
+    "plan": Key((list,), []),
+    "nemesis": Key((list,), []),
+    "interval_s": Key(NUM, 5.0, _pos),
+    "fault_duration_s": Key(NUM, 4.0, _pos),
+    "budget": Key(BOOL, True),
+}
+
+FAULT: dict[str, Key] = {
+    "at_s": Key(NUM, None, _nonneg),
+    "fault": Key(STR, None),
+    "target": Key((str, list), ""),
+    "duration_s": Key(NUM, 0.0, _nonneg),
+    "extra_ms": Key(NUM, 0.0, _nonneg),
+    "rate": Key(NUM, 0.0, _rate),
+}
+
+EXPECT: dict[str, Key] = {
+    "anomalies": Key((list,), []),
+    "forbid": Key((list,), None),
+}
+
+SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect")
+
+
+class _Source:
+    """Finds the line of a key in the scenario text (tomllib keeps no positions)."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.lines = text.splitlines()
+
+    def line_of(self, key: str) -> int | None:
+        pat = re.compile(r'^\s*"?' + re.escape(key) + r'"?\s*=')
+        for i, line in enumerate(self.lines, 1):
+            if pat.search(line):
+                return i
+        return None
+
+    def error(self, path: str, message: str) -> ScenarioError:
+        key = re.sub(r"^(cluster|network|faults|expect|topics|producers|consumers)"
+                     r"(\[\d+\])?\.", "", path)
+        key = re.sub(r"^(delay|plan\[\d+\])\.", "", key)
+        return ScenarioError(self.file, path, message, self.line_of(key))
+
+
+def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
+                 ) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise src.error(where, "must be a table")
+    out: dict[str, Any] = {}
+    for key in table:
+        if key not in spec:
+            raise src.error(f"{where}.{key}" if where else key,
+                            f"unknown key (known: {', '.join(sorted(spec))})")
+    for key, k in spec.items():
+        path = f"{where}.{key}" if where else key
+        if key in table:
+            v = table[key]
+            if isinstance(v, bool) and bool not in k.types:
+                raise src.error(path, f"expected {_type_names(k.types)}, got a boolean")
+            if not isinstance(v, k.types):
+                raise src.error(path, f"expected {_type_names(k.types)}, got {type(v).__name__}")
+            if k.check is not None:
+                problem = k.check(v)
+                if problem:
+                    raise src.error(path, f"{problem} (got {v!r})")
+            out[key] = v
+        elif k.default is not None or key in ("replica.lag.time.max.ms",
+                                               "unclean.leader.election.enable", "forbid"):
+            out[key] = copy.deepcopy(k.default)
+        else:
+            raise src.error(path, "is required")
+    return out
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean",
+             list: "an array", dict: "a table"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def resolve(raw: dict[str, Any], file: str, text: str = "") -> dict[str, Any]:
+    """Validate a parsed scenario and fill in every default. Raises ScenarioError."""
+    src = _Source(file, text)
+    top = {k: v for k, v in raw.items() if k not in SECTIONS}
+    sc = _check_table(src, "", top, TOP)
+    for bug in sc["bugs"]:
+        if bug not in BUGS:
+            raise src.error("bugs", f"unknown bug {bug!r} (known: {', '.join(sorted(BUGS))})")
+    rules = rules_for(sc["protocol"], tuple(sc["bugs"]))
+
+    cluster = _check_table(src, "cluster", raw.get("cluster", {}), CLUSTER)
+    if cluster["replica.lag.time.max.ms"] is None:
+        cluster["replica.lag.time.max.ms"] = rules.lag_time_default_ms
+    sc["cluster"] = cluster
+
+    topics_raw = raw.get("topics", [{}])
+    if not isinstance(topics_raw, list) or not topics_raw:
+        raise src.error("topics", "must be a non-empty array of tables ([[topics]])")
+    topics = []
+    for i, t in enumerate(topics_raw):
+        topic = _check_table(src, f"topics[{i}]", t, TOPIC)
+        if topic["unclean.leader.election.enable"] is None:
+            topic["unclean.leader.election.enable"] = rules.unclean_default
+        if topic["replication.factor"] > cluster["brokers"]:
+            raise src.error(f"topics[{i}].replication.factor",
+                            f"{topic['replication.factor']} is above the broker count "
+                            f"({cluster['brokers']})")
+        if topic["min.insync.replicas"] > topic["replication.factor"]:
+            raise src.error(f"topics[{i}].min.insync.replicas",
+                            f"{topic['min.insync.replicas']} is above the replication factor "
+                            f"({topic['replication.factor']})")
+        topics.append(topic)
+    names = [t["name"] for t in topics]
+    if len(set(names)) != len(names):
+        raise src.error("topics", "topic names must be unique")
+    sc["topics"] = topics
+
+    net = _check_table(src, "network", raw.get("network", {}), NETWORK)
+    net["delay"] = _check_table(src, "network.delay", net["delay"], DELAY)
+    if net["delay"]["low_ms"] > net["delay"]["high_ms"]:
+        raise src.error("network.delay.low_ms", "must not exceed high_ms")
+    sc["network"] = net
+
+    producers = []
+    for i, p in enumerate(raw.get("producers", [])):
+        prod = _check_table(src, f"producers[{i}]", p, PRODUCER)
+        if prod["acks"] == "-1":
+            prod["acks"] = "all"
+        if prod["topic"] not in names:
+            raise src.error(f"producers[{i}].topic", f"unknown topic {prod['topic']!r}")
+        if prod["enable.idempotence"] and prod["acks"] != "all":
+            raise src.error(f"producers[{i}].enable.idempotence",
+                            "idempotence requires acks = \"all\" (Kafka: ConfigException)")
+        if prod["enable.idempotence"] and prod["max.in.flight.requests.per.connection"] > 5:
+            raise src.error(f"producers[{i}].max.in.flight.requests.per.connection",
+                            "must be <= 5 with idempotence")
+        producers.append(prod)
+    sc["producers"] = producers
+
+    consumers = []
+    for i, c in enumerate(raw.get("consumers", [])):
+        con = _check_table(src, f"consumers[{i}]", c, CONSUMER)
+        if con["topic"] not in names:
+            raise src.error(f"consumers[{i}].topic", f"unknown topic {con['topic']!r}")
+        consumers.append(con)
+    sc["consumers"] = consumers
+
+    faults = _check_table(src, "faults", raw.get("faults", {}), FAULTS)
+    plan = []
+    from faults.plan import FAULT_KINDS, NEMESES
+    for i, f in enumerate(faults["plan"]):
+        fe = _check_table(src, f"faults.plan[{i}]", f, FAULT)
+        if fe["fault"] not in FAULT_KINDS:
+            raise src.error(f"faults.plan[{i}].fault",
+                            f"unknown fault {fe['fault']!r} (known: {', '.join(FAULT_KINDS)})")
+        plan.append(fe)
+    faults["plan"] = plan
+    for n in faults["nemesis"]:
+        if n not in NEMESES:
+            raise src.error("faults.nemesis",
+                            f"unknown nemesis {n!r} (known: {', '.join(NEMESES)})")
+    sc["faults"] = faults
+
+    expect = _check_table(src, "expect", raw.get("expect", {}), EXPECT)
+    if expect["forbid"] is None:
+        expect["forbid"] = [a for a in DEFAULT_FORBID if a not in expect["anomalies"]]
+    for key in ("anomalies", "forbid"):
+        for a in expect[key]:
+            if a not in ANOMALIES:
+                raise src.error(f"expect.{key}", f"unknown anomaly {a!r}")
+    sc["expect"] = expect
+    return sc
+
+
+def find(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        return p
+    return SCENARIO_DIR / f"{name_or_path}.toml"
+
+
+def load(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """Read, override (``--set``), validate and resolve a scenario."""
+    path = find(name_or_path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(file, "scenario", "no such scenario file or catalog entry"
+                            ) from None
+    except OSError as exc:
+        raise ScenarioError(file, "scenario", f"cannot read: {exc.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise ScenarioError(file, "toml", str(exc), int(m.group(1)) if m else None) from None
+    for item in overrides:
+        apply_override(raw, item, file)
+    if not raw.get("name"):
+        raw["name"] = path.stem
+    return resolve(raw, file, text)
+
+
+def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
+    """``--set KEY=VALUE``: KEY is ``section.key`` (first array element for ``topics``,
+    ``producers``, ``consumers``; ``topics[1].key`` for others) or a top-level key; VALUE is
+    parsed as TOML (so ``acks="1"``, ``protocol="2.8"``, ``bugs=["KAFKA-7128"]``)."""
+    if "=" not in item:
+        raise ScenarioError("--set", item, "expected KEY=VALUE")
+    key, _, value = item.partition("=")
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value   # a bare word: take it as a string
+    m = re.match(r"^(cluster|network|faults|expect|topics|producers|consumers)(\[(\d+)\])?\.(.+)$",
+                 key)
+    if m is None:
+        raw[key] = parsed
+        return
+    section, idx, sub = m.group(1), int(m.group(3) or 0), m.group(4)
+    if section in ("topics", "producers", "consumers"):
+        arr = raw.setdefault(section, [{}] if section == "topics" else [])
+        if idx >= len(arr):
+            raise ScenarioError("--set", key, f"{section} has no element {idx} in {file}")
+        target = arr[idx]
+    else:
+        target = raw.setdefault(section, {})
+    if section == "network" and sub.startswith("delay."):
+        target.setdefault("delay", {})[sub[6:]] = parsed
+    else:
+        target[sub] = parsed
+
+
+def catalog() -> list[tuple[str, str]]:
+    """(name, description) of every scenario in ``scenarios/``."""
+    out = []
+    for path in sorted(SCENARIO_DIR.glob("*.toml")):
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        out.append((path.stem, str(raw.get("description", ""))))
+    return out

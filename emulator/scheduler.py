@@ -1,0 +1,289 @@
+"""The ordered scheduler: virtual time, delivery order and node lifecycle.
+
+Design (STACK_NOTES "Driving virtual time", DESIGN section 3):
+
+* One heap of entries keyed ``(time_us, seq)``. ``seq`` is assigned when an entry is pushed,
+  and entries are only pushed from this scheduler's own loop in a canonical order, so the
+  key is a pure function of the run — never of Trio's run queue.
+* The loop takes every delivery due at the earliest instant ``t`` (up to the first control
+  entry), puts each frame into its actor's inbox (a Trio memory channel), and waits until
+  every actor has handled its frame (a pending counter and a ``trio.Event``). Actors hand
+  back their effects tagged with the index of the delivery that caused them; the scheduler
+  then *commits* those effects in delivery order: trace events are written, frames go to
+  the network (which draws delays from its seeded RNG), timers are pushed. Only then does
+  time jump to the next entry — no sleeping, no ``MockClock`` autojump (2.3x cheaper per
+  message, measured).
+* Control entries (faults, phase changes, the end of the run) run alone between batches.
+* A node is a Trio nursery under its own cancel scope. Crash = cancel the scope (volatile
+  state — the machines — is gone) and tell the node's durable storage what kind of crash it
+  was (power loss drops the page cache). Restart builds fresh machines from durable state.
+  Pause holds every delivery to the node (timers included) until resume.
+* ``clock="real"`` paces the same loop against Trio's clock (for demos); the trace is the
+  same as in virtual time.
+
+Trio guarantees used: memory channels wake receivers FIFO; a cancelled scope unwinds its
+tasks. Nothing else about Trio's scheduling reaches the trace.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+import trio
+
+from actors.core import Emit, Machine, Send, Timer
+from actors.wire import Codec, FrameError, decode
+from emulator.network import Network
+from traces.writer import TraceWriter
+
+DELIVER: Final = 0
+CONTROL: Final = 1
+
+# A frame in an actor's inbox: (cause index in the batch, src address, frame bytes).
+Inbound = tuple[int, tuple[str, str], bytes]
+# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, frame) | Emit
+Outbound = tuple[str, Any, bytes] | Emit
+
+
+class Storage(Protocol):
+    def crash(self, power_loss: bool) -> None: ...
+
+
+class Node:
+    """One simulated process: a broker, the controller, or a client."""
+
+    __slots__ = ("name", "storage", "factory", "state", "machines", "inboxes", "scope",
+                 "held", "incarnation")
+
+    def __init__(self, name: str, storage: Storage,
+                 factory: Callable[[Node], list[Machine]]) -> None:
+        self.name = name
+        self.storage = storage
+        self.factory = factory
+        self.state = "down"
+        self.machines: dict[str, Machine] = {}
+        self.inboxes: dict[str, trio.MemorySendChannel[Inbound]] = {}
+        self.scope: trio.CancelScope | None = None
+        self.held: list[tuple[Any, ...]] = []
+        self.incarnation = 0
+
+
+class Scheduler:
+    def __init__(self, network: Network, writer: TraceWriter, *, clock: str = "virtual",
+                 speed: float = 1.0) -> None:
+        self.network = network
+        self.writer = writer
+        self.clock = clock
+        self.speed = speed
+        self.now = 0
+        self.nodes: dict[str, Node] = {}
+        self.delivered = 0
+        self._heap: list[tuple[Any, ...]] = []
+        self._seq = 0
+        self._pending = 0
+        self._idle = trio.Event()
+        self._results: list[tuple[Machine, list[Outbound]] | None] = []
+        self._nursery: trio.Nursery | None = None
+        self._stop = False
+
+    # -- building --------------------------------------------------------------------------
+    def add_node(self, node: Node) -> None:
+        self.nodes[node.name] = node
+
+    def at(self, time_us: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` alone at ``time_us`` (after every delivery pushed before it)."""
+        self._push(time_us, CONTROL, fn, None, b"")
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, dst, src, frame))
+
+    def emit(self, node: str, actor: str, event: str, **fields: Any) -> None:
+        self.writer.emit(self.now, node, actor, event, fields)
+
+    # -- node lifecycle (called from control entries or before the loop) -----------------
+    def start_node(self, name: str) -> None:
+        node = self.nodes[name]
+        assert self._nursery is not None
+        node.state = "up"
+        node.incarnation += 1
+        machines = node.factory(node)
+        node.machines = {m.name: m for m in machines}
+        node.inboxes = {}
+        node.scope = trio.CancelScope()
+        receivers = []
+        for m in machines:
+            send, recv = trio.open_memory_channel[Inbound](math.inf)
+            node.inboxes[m.name] = send
+            receivers.append((m, recv))
+        self._nursery.start_soon(self._node_task, node, node.scope, receivers)
+        for m in machines:
+            m.now_us = self.now
+            m.start()
+            self._commit(m, self._encode(Codec(), m.drain()))
+
+    def crash_node(self, name: str, *, power_loss: bool) -> None:
+        node = self.nodes[name]
+        if node.state == "down":
+            return
+        assert node.scope is not None
+        node.scope.cancel()
+        node.state = "down"
+        node.machines = {}
+        node.inboxes = {}
+        node.held = []
+        node.storage.crash(power_loss)
+        self.emit(name, "sim", "node_crash", kind="power_loss" if power_loss else "process")
+
+    def restart_node(self, name: str) -> None:
+        if self.nodes[name].state != "down":
+            return
+        self.emit(name, "sim", "node_restart")
+        self.start_node(name)
+
+    def pause_node(self, name: str) -> None:
+        node = self.nodes[name]
+        if node.state == "up":
+            node.state = "paused"
+            self.emit(name, "sim", "node_pause")
+
+    def resume_node(self, name: str) -> None:
+        node = self.nodes[name]
+        if node.state != "paused":
+            return
+        node.state = "up"
+        self.emit(name, "sim", "node_resume")
+        held, node.held = node.held, []
+        for entry in held:
+            self._push(self.now, DELIVER, entry[3], entry[4], entry[5])
+
+    # -- the actor shell -------------------------------------------------------------------
+    async def _node_task(self, node: Node, scope: trio.CancelScope,
+                         receivers: list[tuple[Machine, trio.MemoryReceiveChannel[Inbound]]]
+                         ) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                for m, recv in receivers:
+                    nursery.start_soon(self._actor_loop, m, recv)
+
+    async def _actor_loop(self, m: Machine, inbox: trio.MemoryReceiveChannel[Inbound]
+                          ) -> None:
+        codec = Codec()
+        async for cause, src, frame in inbox:
+            m.now_us = self.now
+            try:
+                msg = decode(frame)
+            except FrameError as exc:
+                m.frame_rejected(src, str(exc))
+            else:
+                m.handle(msg, src)
+            self._results[cause] = (m, self._encode(codec, m.drain()))
+            self._pending -= 1
+            if self._pending == 0:
+                self._idle.set()
+
+    @staticmethod
+    def _encode(codec: Codec, effects: list[Any]) -> list[Outbound]:
+        out: list[Outbound] = []
+        for e in effects:
+            if type(e) is Send:
+                out.append(("s", e.dst, codec.encode(e.msg)))
+            elif type(e) is Timer:
+                out.append(("t", e.delay_us, codec.encode(e.msg)))
+            else:
+                out.append(e)
+        return out
+
+    def _commit(self, m: Machine, effects: list[Outbound]) -> None:
+        now = self.now
+        for e in effects:
+            if type(e) is Emit:
+                self.writer.emit(now, m.node, m.name, e.event, e.fields)
+            elif e[0] == "s":  # type: ignore[index]
+                _, dst, frame = e  # type: ignore[misc]
+                fate = self.network.transmit(now, m.node, dst[0], frame)
+                if type(fate) is str:
+                    self.writer.emit(now, m.node, m.name, "msg_drop", {
+                        "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
+                        "msg": _msg_name(frame), "reason": fate})
+                else:
+                    self._push(fate[0], DELIVER, dst, m.address, fate[1])  # type: ignore[index]
+            else:
+                _, delay, frame = e  # type: ignore[misc]
+                self._push(now + delay, DELIVER, m.address, m.address, frame)
+
+    # -- the loop --------------------------------------------------------------------------
+    async def run(self, boot: Callable[[], None]) -> None:
+        """Start every node via ``boot`` and run until :meth:`stop` or an empty heap."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            boot()
+            await self._loop()
+            nursery.cancel_scope.cancel()
+
+    async def _loop(self) -> None:
+        heap = self._heap
+        nodes = self.nodes
+        network = self.network
+        t0 = trio.current_time()
+        while heap and not self._stop:
+            t = heap[0][0]
+            if self.clock == "real":
+                await trio.sleep_until(t0 + t / 1e6 / self.speed)
+            self.now = t
+            if heap[0][2] == CONTROL:
+                heapq.heappop(heap)[3]()
+                continue
+            batch: list[tuple[Any, ...]] = []
+            while heap and heap[0][0] == t and heap[0][2] == DELIVER:
+                batch.append(heapq.heappop(heap))
+            self._results = [None] * len(batch)
+            pending = 0
+            for i, entry in enumerate(batch):
+                dst = entry[3]
+                src = entry[4]
+                node = nodes.get(dst[0])
+                if node is None or node.state == "down":
+                    self._drop(src, dst, entry[5], "node_down")
+                    continue
+                if src[0] != dst[0] and network.is_cut(src[0], dst[0]):
+                    self._drop(src, dst, entry[5], "partition")
+                    continue
+                if node.state == "paused":
+                    node.held.append(entry)
+                    continue
+                inbox = node.inboxes.get(dst[1])
+                if inbox is None:
+                    self._drop(src, dst, entry[5], "no_such_actor")
+                    continue
+                inbox.send_nowait((i, src, entry[5]))
+                pending += 1
+            if pending:
+                self.delivered += pending
+                self._pending = pending
+                self._idle = trio.Event()
+                await self._idle.wait()
+                for result in self._results:
+                    if result is not None:
+                        self._commit(result[0], result[1])
+
+    def _drop(self, src: tuple[str, str], dst: tuple[str, str], frame: bytes, reason: str
+              ) -> None:
+        if src == dst:  # a timer of a crashed actor: not a network event
+            return
+        self.writer.emit(self.now, src[0], src[1], "msg_drop", {
+            "src": f"{src[0]}/{src[1]}", "dst": f"{dst[0]}/{dst[1]}",
+            "msg": _msg_name(frame), "reason": reason})
+
+
+def _msg_name(frame: bytes) -> str:
+    try:
+        return type(decode(frame)).__name__
+    except FrameError:
+        return "corrupt"

@@ -1,0 +1,93 @@
+"""Nemeses: fault plans generated from the seed, after Jepsen's nemesis kinds.
+
+``generate(scenario, rng)`` turns ``[faults] nemesis = [...]`` into an explicit plan (the
+same entries a hand-written ``[[faults.plan]]`` has), so every random run records the plan
+it used and can be replayed or shrunk like a scripted one. Faults start at exponential
+intervals (mean ``interval_s``) during the workload phase and last ``fault_duration_s``
+(0.5x-1.5x). Targets are resolved here, from the seed, except "the current leader",
+which only the running cluster knows (``leader:<topic>-<partition>``).
+
+**Fault budget** (``budget = true``): at most ``min.insync.replicas - 1`` lossy crashes
+(power loss) overlap in time, the most a configuration promises to survive, and no lossy
+crash overlaps another fault that takes a broker away, so a safe configuration must show
+no anomaly. Without the budget anything goes.
+
+**Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
+seed draws its own subset of the listed kinds, so rare combinations get whole runs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
+             ) -> list[dict[str, Any]]:
+    faults = sc["faults"]
+    kinds = list(faults["nemesis"])
+    if not kinds:
+        return []
+    if swarm:
+        kinds = [k for k in kinds if rng.random() < 0.5] or [rng.choice(kinds)]
+    brokers = [f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)]
+    topics = sc["topics"]
+    min_isr = min(t["min.insync.replicas"] for t in topics)
+    lossy_budget = max(0, min_isr - 1) if faults["budget"] else len(brokers)
+    end = float(sc["duration_s"])
+    mean = float(faults["interval_s"])
+    base_dur = float(faults["fault_duration_s"])
+    plan: list[dict[str, Any]] = []
+    busy: list[tuple[float, float, str, bool]] = []   # (start, stop, node, lossy)
+    t = rng.expovariate(1.0 / mean)
+    while t < end:
+        kind = rng.choice(kinds)
+        dur = round(base_dur * rng.uniform(0.5, 1.5), 3)
+        at = round(t, 3)
+        t += rng.expovariate(1.0 / mean)
+        live = [b for b in brokers if not any(s <= at < e and n == b for s, e, n, _ in busy)]
+        if not live:
+            continue
+        node = rng.choice(live)
+        entry: dict[str, Any]
+        if kind in ("kill", "power_loss"):
+            lossy = kind == "power_loss"
+            if lossy:
+                overlapping = [x for x in busy if x[0] <= at + dur and at <= x[1]]
+                if faults["budget"] and (sum(1 for x in overlapping if x[3]) >= lossy_budget
+                                         or overlapping):
+                    continue
+            entry = {"at_s": at, "fault": "power_loss" if lossy else "crash",
+                     "target": node, "duration_s": dur}
+            busy.append((at, at + dur, node, lossy))
+        elif kind == "pause":
+            entry = {"at_s": at, "fault": "pause", "target": node, "duration_s": dur}
+        elif kind == "partition":
+            side = sorted(rng.sample(brokers, max(1, len(brokers) // 2)))
+            entry = {"at_s": at, "fault": "partition", "target": side, "duration_s": dur}
+        elif kind == "isolate":
+            entry = {"at_s": at, "fault": "isolate", "target": node, "duration_s": dur}
+        elif kind == "isolate_leader":
+            t0 = rng.choice(topics)
+            p = rng.randrange(t0["partitions"])
+            entry = {"at_s": at, "fault": "isolate", "target": f"leader:{t0['name']}-{p}",
+                     "duration_s": dur}
+        elif kind == "bridge":
+            # two halves that only the bridge node connects (Jepsen's bridge)
+            others = [b for b in brokers if b != node]
+            rng.shuffle(others)
+            half = others[: len(others) // 2]
+            entry = {"at_s": at, "fault": "partition", "target": sorted(half),
+                     "duration_s": dur}
+        elif kind == "delay":
+            entry = {"at_s": at, "fault": "delay", "target": node, "duration_s": dur,
+                     "extra_ms": round(rng.uniform(50, 2000), 1)}
+        elif kind == "drop":
+            entry = {"at_s": at, "fault": "drop", "target": node, "duration_s": dur,
+                     "rate": round(rng.uniform(0.1, 0.9), 3)}
+        elif kind == "kill_controller":
+            entry = {"at_s": at, "fault": "crash", "target": "controller", "duration_s": dur}
+        else:
+            continue
+        plan.append(entry)
+    return plan

@@ -1,0 +1,123 @@
+"""Fault plans: a list of timed, named fault events, and how each one acts on the cluster.
+
+A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header records)::
+
+    at_s = 5.0            when it starts (virtual seconds)
+    fault = "crash"       one of FAULT_KINDS
+    target = "broker-1"   a node, a list of nodes, or "leader:<topic>-<p>" (resolved when
+                          the fault starts), "controller", "random-broker" is never stored:
+                          nemeses resolve randomness when they generate the plan
+    duration_s = 3.0      > 0: the fault reverts by itself (restart, resume, heal)
+    extra_ms / rate       for "delay" / "drop"
+
+Kinds (after Jepsen's nemeses): ``crash`` (process kill: page cache survives),
+``power_loss`` (kill + page-cache loss), ``pause`` (stop-the-world), ``isolate`` (cut the
+target nodes from every other node, both ways), ``partition`` (the target nodes form one
+side, every other node the other), ``cut`` (one direction only, ``target = [src, dst]``),
+``delay`` (extra one-way delay on every link of the target), ``drop`` (loss rate on every
+link of the target), ``restart``, ``resume``, ``heal`` (remove every partition, delay and
+drop).
+
+Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
+trace and replayed or shrunk.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+FAULT_KINDS = ("crash", "power_loss", "pause", "isolate", "partition", "cut", "delay", "drop",
+               "restart", "resume", "heal")
+LOSSY = ("power_loss",)
+NEMESES = ("kill", "power_loss", "pause", "partition", "isolate", "isolate_leader", "bridge",
+           "delay", "drop", "kill_controller")
+
+
+class World(Protocol):
+    """What a fault may do to the simulated world (implemented by emulator.cluster)."""
+
+    node_names: list[str]
+
+    def resolve_target(self, target: Any) -> list[str]: ...
+    def crash(self, node: str, power_loss: bool) -> None: ...
+    def restart(self, node: str) -> None: ...
+    def pause(self, node: str) -> None: ...
+    def resume(self, node: str) -> None: ...
+    def cut(self, src: str, dst: str) -> None: ...
+    def heal(self, src: str, dst: str) -> None: ...
+    def heal_all(self) -> None: ...
+    def set_extra_delay(self, src: str, dst: str, extra_ms: float) -> None: ...
+    def set_link_drop(self, src: str, dst: str, rate: float) -> None: ...
+    def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
+    def after(self, delay_s: float, fn: Any) -> None: ...
+
+
+def _links(world: World, nodes: list[str]) -> list[tuple[str, str]]:
+    side = set(nodes)
+    out = []
+    for a in nodes:
+        for b in world.node_names:
+            if b not in side:
+                out.append((a, b))
+                out.append((b, a))
+    return out
+
+
+def start_fault(world: World, f: dict[str, Any]) -> None:
+    kind = f["fault"]
+    nodes = world.resolve_target(f.get("target", ""))
+    dur = float(f.get("duration_s", 0.0))
+    world.trace_fault(kind, "start", nodes, duration_s=dur)
+    stop: Any = None
+    if kind in ("crash", "power_loss"):
+        for n in nodes:
+            world.crash(n, power_loss=(kind == "power_loss"))
+        def stop() -> None:
+            for n in nodes:
+                world.restart(n)
+    elif kind == "pause":
+        for n in nodes:
+            world.pause(n)
+        def stop() -> None:
+            for n in nodes:
+                world.resume(n)
+    elif kind in ("isolate", "partition"):
+        links = _links(world, nodes)
+        for a, b in links:
+            world.cut(a, b)
+        def stop() -> None:
+            for a, b in links:
+                world.heal(a, b)
+    elif kind == "cut":
+        pairs = [(nodes[0], nodes[1])] if len(nodes) == 2 else []
+        for a, b in pairs:
+            world.cut(a, b)
+        def stop() -> None:
+            for a, b in pairs:
+                world.heal(a, b)
+    elif kind in ("delay", "drop"):
+        links = _links(world, nodes)
+        for a, b in links:
+            if kind == "delay":
+                world.set_extra_delay(a, b, float(f.get("extra_ms", 0.0)))
+            else:
+                world.set_link_drop(a, b, float(f.get("rate", 0.0)))
+        def stop() -> None:
+            for a, b in links:
+                if kind == "delay":
+                    world.set_extra_delay(a, b, 0.0)
+                else:
+                    world.set_link_drop(a, b, 0.0)
+    elif kind == "restart":
+        for n in nodes:
+            world.restart(n)
+    elif kind == "resume":
+        for n in nodes:
+            world.resume(n)
+    elif kind == "heal":
+        world.heal_all()
+    if stop is not None and dur > 0:
+        def finish() -> None:
+            world.trace_fault(kind, "stop", nodes)
+            stop()
+        world.after(dur, finish)

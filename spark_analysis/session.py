@@ -1,0 +1,83 @@
+"""Building the SparkSession for trace analytics: local by default, any cluster by URL.
+
+Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
+
+* No master given and nothing in the environment chooses one (``SPARK_REMOTE``, a running
+  spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
+  UI off, UTC session time zone, every listener on loopback, 2 GiB driver.
+* ``--master local[...]`` → that master with the same profile.
+* ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
+* any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
+  this machine: the cluster's defaults and spark-submit flags decide.
+
+A master hard-coded in code beats spark-submit's ``--master``, so code never sets one unless
+the user asked. ``conf`` adds or overrides settings (the test fixture passes the C1-JIT JVM
+options and a single shuffle partition). The analysis code uses DataFrames only — no RDDs, no
+``sparkContext`` outside the guarded ``setLogLevel`` — so it runs unchanged under Connect.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+APP_NAME = "isrlab-analyze"
+
+
+def local_profile(cores: int | None = None) -> dict[str, str]:
+    """Settings for a small local machine (STACK_NOTES §3.6)."""
+    n = cores if cores is not None else (os.cpu_count() or 2)
+    return {
+        "spark.sql.shuffle.partitions": str(2 * n),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": "2g",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+    }
+
+
+def build_session(
+    master: str | None = None,
+    *,
+    app_name: str = APP_NAME,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A SparkSession for ``master`` (see the module doc for what each form means)."""
+    extra = dict(conf or {})
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None and master.startswith("sc://"):
+        builder = builder.remote(master)
+        settings: dict[str, str] = {}
+    elif master is not None and not master.startswith("local"):
+        builder = builder.master(master)
+        settings = {"spark.sql.session.timeZone": "UTC"}
+    elif master is None and _chosen_by_environment():
+        settings = {"spark.sql.session.timeZone": "UTC"}
+    else:
+        builder = builder.master(master or "local[*]")
+        settings = local_profile()
+    settings.update(extra)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    _quiet(spark)
+    return spark
+
+
+def _chosen_by_environment() -> bool:
+    """True when spark-submit, ``SPARK_REMOTE`` or ``PYSPARK_SUBMIT_ARGS`` picks the master."""
+    if os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+        return True
+    return "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+
+
+def _quiet(spark: SparkSession) -> None:
+    """ERROR-level logs on classic Spark; a no-op under Connect (no sparkContext there)."""
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+    except Exception:  # noqa: BLE001 - Connect raises a variety of "not supported" errors
+        pass

@@ -1,0 +1,161 @@
+"""Hand-built traces for checker and Spark tests: a tiny builder that reads like a scenario.
+
+``Trace`` appends schema-1 events with ``seq`` = index and a virtual clock you advance with
+``at(seconds)``; ``write(path)`` seals each line (crc) and ends with ``run_end`` carrying the
+SHA-256 of the lines before, exactly as ``traces.writer`` does, so the files pass the
+checker's loader and the Spark loader. Lives under ``tests/spark`` (owned by the checker/Spark work); ``tests/test_checker.py`` imports
+it as ``spark.tracebuild``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from traces.integrity import seal
+
+TOPIC = "t"
+
+
+def scenario(
+    *,
+    name: str = "hand",
+    min_isr: int = 2,
+    rf: int = 3,
+    acks: str = "all",
+    unclean: bool = False,
+    expect: dict[str, list[str]] | None = None,
+    protocol: str = "4.1",
+) -> dict[str, Any]:
+    sc: dict[str, Any] = {
+        "name": name,
+        "protocol": protocol,
+        "bugs": [],
+        "topics": [{
+            "name": TOPIC, "partitions": 1, "replication.factor": rf,
+            "min.insync.replicas": min_isr, "unclean.leader.election.enable": unclean,
+        }],
+        "producers": [{"topic": TOPIC, "acks": acks, "enable.idempotence": True,
+                       "retries": 5, "max.in.flight.requests.per.connection": 5}],
+        "consumers": [{"group": "g", "topic": TOPIC, "members": 1,
+                       "auto.offset.reset": "earliest"}],
+        "heal_s": 10,
+        "duration_s": 60,
+    }
+    if expect is not None:
+        sc["expect"] = expect
+    return sc
+
+
+class Trace:
+    """A growing list of events for one run of one partition (topic ``t``, partition 0)."""
+
+    def __init__(self, sc: dict[str, Any] | None = None, *, seed: int = 1) -> None:
+        self.ts_us = 0
+        self.events: list[dict[str, Any]] = []
+        sc = sc if sc is not None else scenario()
+        self.emit("run_start", node="sim", actor="sim", schema=1, isrlab_version="0.1.0",
+                  seed=seed, scenario=sc, fault_plan=[], protocol=sc["protocol"])
+
+    def at(self, seconds: float) -> Trace:
+        self.ts_us = int(seconds * 1_000_000)
+        return self
+
+    def emit(self, event: str, *, node: str = "broker-0", actor: str = "t-0", **fields: Any
+             ) -> Trace:
+        self.events.append({"seq": len(self.events), "ts_us": self.ts_us, "event": event,
+                            "node": node, "actor": actor, **fields})
+        return self
+
+    # --- vocabulary ---------------------------------------------------------------------
+    def elect(self, leader: int | None, isr: list[int], epoch: int = 1,
+              election: str = "clean", partition: int = 0) -> Trace:
+        return self.emit("leader_elected", node="controller", actor="controller", topic=TOPIC,
+                         partition=partition, leader=leader, leader_epoch=epoch, isr=isr,
+                         election=election, partition_epoch=epoch)
+
+    def isr(self, old: list[int], new: list[int], partition: int = 0) -> Trace:
+        return self.emit("isr_change", node="controller", actor="controller", topic=TOPIC,
+                         partition=partition, old=old, new=new, reason="x",
+                         leader_epoch=1, partition_epoch=1)
+
+    def hw(self, replica: int, old: int, new: int, role: str = "leader",
+           reason: str = "follower_fetch", partition: int = 0) -> Trace:
+        return self.emit("hw_update", node=f"broker-{replica}", topic=TOPIC,
+                         partition=partition, replica=replica, old=old, new=new,
+                         reason=reason, role=role)
+
+    def send(self, value: str, producer: int = 0, acks: str = "all", partition: int = 0
+             ) -> Trace:
+        return self.emit("produce_send", node=f"producer-{producer}", actor="producer",
+                         topic=TOPIC, partition=partition, key=None, value=value,
+                         producer=producer, acks=acks)
+
+    def ack(self, value: str, offset: int, producer: int = 0, acks: str = "all",
+            partition: int = 0) -> Trace:
+        return self.emit("produce_ack", node=f"producer-{producer}", actor="producer",
+                         topic=TOPIC, partition=partition, value=value, offset=offset,
+                         producer=producer, acks=acks)
+
+    def consume(self, offset: int, value: str, hw: int, consumer: str = "c0",
+                group: str = "g", partition: int = 0) -> Trace:
+        return self.emit("consume", node=f"consumer-{group}-0", actor="consumer", group=group,
+                         consumer=consumer, topic=TOPIC, partition=partition, offset=offset,
+                         value=value, hw=hw)
+
+    def rebalance(self, group: str = "g", generation: int = 1) -> Trace:
+        return self.emit("rebalance", node="controller", actor="controller", group=group,
+                         generation=generation, assignment={"c0": [[TOPIC, 0]]})
+
+    def final_log(self, replica: int, records: list[tuple[int, str]], hw: int,
+                  log_start_offset: int = 0, epoch: int = 1, partition: int = 0) -> Trace:
+        leo = max([o + 1 for o, _ in records], default=log_start_offset)
+        return self.emit("final_log", node=f"broker-{replica}", topic=TOPIC,
+                         partition=partition, replica=replica,
+                         log_start_offset=log_start_offset, hw=hw, leo=leo,
+                         leader_epoch=epoch, records=[[o, v, epoch] for o, v in records])
+
+    def converged(self, ok: bool, partition: int = 0) -> Trace:
+        return self.emit("convergence", node="sim", actor="sim", topic=TOPIC,
+                         partition=partition, converged=ok, detail="")
+
+    # --- output ---------------------------------------------------------------------------
+    def write(self, path: Path, *, end: bool = True) -> Path:
+        """Seal every line and, unless ``end`` is False, append ``run_end``."""
+        sha = hashlib.sha256()
+        lines = []
+        for ev in self.events:
+            line = seal(orjson.dumps(ev))
+            sha.update(line)
+            lines.append(line)
+        if end:
+            lines.append(seal(orjson.dumps({
+                "seq": len(self.events), "ts_us": self.ts_us, "event": "run_end",
+                "node": "sim", "actor": "sim", "status": "ok", "events": len(self.events),
+                "sha256": sha.hexdigest()})))
+        data = b"".join(lines)
+        if path.name.endswith(".gz"):
+            path.write_bytes(gzip.compress(data, mtime=0))
+        else:
+            path.write_bytes(data)
+        return path
+
+
+def healthy(values: int = 3, **kw: Any) -> Trace:
+    """Three replicas, leader 0, ``values`` acked, committed and consumed records; converged."""
+    t = Trace(scenario(**kw))
+    t.elect(0, [0, 1, 2])
+    recs = []
+    for i in range(values):
+        t.at(1 + i)
+        v = f"p0-{i}"
+        t.send(v).hw(0, i, i + 1).ack(v, i).consume(i, v, hw=i + 1)
+        recs.append((i, v))
+    t.at(30).converged(True)
+    for r in (0, 1, 2):
+        t.final_log(r, recs, hw=values)
+    return t

@@ -1,0 +1,808 @@
+"""The fast in-process anomaly checker: one pass over a trace, no Spark.
+
+What it models. A trace (schema 1, ``traces.schema``) is the total order of everything the
+emulated cluster did. The checker folds that order into per-partition state — the leader
+named by the controller, the committed ISR, the largest HW any leader ever traced, every
+acknowledged and every consumed record, the final logs — and, once ``final_log`` has been
+seen, judges each anomaly of DESIGN §5 against the *final committed log* of each partition.
+The precise definitions live in ``docs/anomalies.md``; ``spark_analysis.analyses`` computes
+the same numbers with DataFrames, and a test holds the two to equal counts on every trace.
+
+Design choices.
+
+* Streaming. ``Checker.feed`` takes one event at a time and keeps only compact tuples
+  (acks, consumes, final-log records), so a 1M-event trace is checked in seconds without
+  holding a million dicts. ``check_events`` is ``feed`` over a list; ``check_file`` streams a
+  file through ``_load`` (a small private loader kept apart so ``traces.reader`` can replace
+  it).
+* Order is the trace's order (``seq``); nothing depends on dict hashing of strings, sets are
+  only used for membership, and every reported list is sorted. No wall clock, no randomness:
+  the same trace gives byte-identical ``--json`` output.
+* Values, producer/consumer/group ids and ``acks`` are normalised to the text Spark's JSON
+  reader would give for a ``StringType`` column (``"0"`` for ``0``), so both implementations
+  key records identically.
+
+Left out: transactions (LSO, aborted reads), Jepsen's Elle cycle analysis, and "unseen"
+(acked but never consumed) — the final committed log is the read-back here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from traces.integrity import unseal
+from traces.schema import ANOMALIES
+
+#: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
+MAX_DETAILS: Final = 10
+#: A shrink of a replica followed by its expand within this window is one ``isr_churn``.
+ISR_CHURN_WINDOW_US: Final = 60_000_000
+#: Forbidden anomalies when a scenario's ``[expect]`` has no ``forbid`` list.
+DEFAULT_FORBID: Final = (
+    "lost_acked_write",
+    "hw_regression_visible",
+    "log_divergence",
+    "read_uncommitted",
+    "no_convergence",
+)
+#: Stand-in for a missing record value (a gap in a replica's log, or a JSON null).
+MISSING: Final = "\x00"
+
+Event = Mapping[str, Any]
+PartitionKey = tuple[str, int]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """What the checker concluded about one topic-partition."""
+
+    topic: str
+    partition: int
+    #: Replica whose ``final_log`` defines the final committed log (None: no final_log).
+    final_log_replica: int | None
+    #: True when the partition ended with no leader (or never had one traced).
+    offline: bool
+    final_hw: int | None
+    final_log_start_offset: int | None
+    #: The ``converged`` flag of the partition's ``convergence`` event, None when absent.
+    converged: bool | None
+    acked_records: int
+    consumed_records: int
+    under_min_isr_us: int
+    anomalies: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on one trace. ``anomalies`` holds every name of ``ANOMALIES``."""
+
+    anomalies: dict[str, int]
+    details: dict[str, list[dict[str, Any]]]
+    forbidden_found: list[str]
+    missing_expected: list[str]
+    expect_met: bool
+    partitions: dict[str, PartitionSummary]
+    events: int
+    scenario: str | None = None
+    seed: int | None = None
+    status: str | None = None
+    truncated: bool = False
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The machine-readable part shared by ``isrlab check --json`` and reports."""
+        return {
+            "events": self.events,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "status": self.status,
+            "truncated": self.truncated,
+            "anomalies": dict(self.anomalies),
+            "expect_met": self.expect_met,
+            "forbidden_found": list(self.forbidden_found),
+            "missing_expected": list(self.missing_expected),
+        }
+
+
+class TraceError(Exception):
+    """Bad input: the file, the 1-based line where known, and what is wrong."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+# --------------------------------------------------------------------------- normalising
+
+
+def _text(v: Any) -> str | None:
+    """The text Spark's JSON reader gives a ``StringType`` column for this JSON value."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return orjson.dumps(v).decode()
+
+
+def _int(v: Any) -> int | None:
+    """An integer field, or None when absent or not an integer."""
+    return v if type(v) is int else None  # bool is not an offset
+
+
+def _acks(v: Any) -> str:
+    """``acks`` normalised: "all" (also -1 and absent: Kafka's default since 3.0), "1", "0"."""
+    t = _text(v)
+    if t is None or t == "-1":
+        return "all"
+    return t
+
+
+def _isr(v: Any) -> frozenset[int] | None:
+    if not isinstance(v, list):
+        return None
+    return frozenset(x for x in v if isinstance(x, int) and not isinstance(x, bool))
+
+
+def _pkey(ev: Event) -> PartitionKey | None:
+    topic, partition = ev.get("topic"), _int(ev.get("partition"))
+    if not isinstance(topic, str) or partition is None:
+        return None
+    return (topic, partition)
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass
+class _ReplicaLog:
+    """One replica's ``final_log``: HW/LEO/logStartOffset and its records."""
+
+    hw: int = 0
+    leo: int = 0
+    lso: int = 0
+    values: dict[int, str] = field(default_factory=dict)
+    #: Extra values when one offset is listed more than once (a broken log).
+    extra: dict[int, set[str]] = field(default_factory=dict)
+
+    def add(self, offset: int, value: str) -> None:
+        first = self.values.setdefault(offset, value)
+        if first != value:
+            self.extra.setdefault(offset, set()).add(value)
+
+    def values_at(self, offset: int) -> set[str]:
+        first = self.values.get(offset)
+        if first is None:
+            return {MISSING}
+        more = self.extra.get(offset)
+        return {first} | more if more else {first}
+
+    def holds(self, offset: int, value: str) -> bool:
+        if self.values.get(offset) == value:
+            return True
+        more = self.extra.get(offset)
+        return more is not None and value in more
+
+
+@dataclass
+class _Partition:
+    """Everything the checker keeps per topic-partition while streaming."""
+
+    #: last leadership event: ("leader_elected", leader or None) / ("partition_offline", None)
+    leadership: tuple[str, int | None] | None = None
+    #: running max of ``hw_update.new`` with role "leader": the largest HW ever exposed.
+    max_leader_hw: int = 0
+    isr: frozenset[int] | None = None
+    isr_since_us: int = 0
+    under_min_isr_us: int = 0
+    converged: bool | None = None
+    final_logs: dict[int, _ReplicaLog] = field(default_factory=dict)
+    #: first ack per value: value -> (offset, acks, producer, ack seq, ts_us)
+    acks: dict[str, tuple[int, str, str | None, int, int]] = field(default_factory=dict)
+    #: every produce_ack (value, offset) with offset >= 0, for duplicates
+    ack_offsets: list[tuple[str, int]] = field(default_factory=list)
+    #: every consume: (offset, value-or-MISSING, hw or None, seq, ts_us, group, consumer)
+    consumes: list[tuple[int, str, int | None, int, int, str | None, str | None]] = field(
+        default_factory=list
+    )
+    #: first produce_send seq per value (send order for nonmonotonic_send)
+    send_seq: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
+
+
+class Checker:
+    """Fold a trace one event at a time; ``result()`` gives the verdict.
+
+    The definitions are those of ``docs/anomalies.md``; each ``_on_<event>`` method handles
+    one event type and the deferred judgements run in ``result()`` once the final logs are in.
+    """
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.scenario: dict[str, Any] = {}
+        self.seed: int | None = None
+        self.status: str | None = None
+        self.truncated = False
+        self.end_us = 0
+        self._parts: dict[PartitionKey, _Partition] = {}
+        self._last_hw: dict[tuple[str, int, int], int] = {}
+        self._transitions: dict[tuple[str, int, int], tuple[str, int]] = {}
+        self._generation: dict[str | None, int] = {}
+        self._chains: dict[tuple[str | None, str | None, str, int], tuple[int, int]] = {}
+        self._details: dict[str, list[tuple[tuple[int, str, int], dict[str, Any]]]] = {
+            a: [] for a in ANOMALIES
+        }
+        self._min_isr: dict[str, int] = {}
+        self._handlers = {
+            "run_start": self._on_run_start,
+            "run_end": self._on_run_end,
+            "hw_update": self._on_hw_update,
+            "isr_change": self._on_isr_change,
+            "leader_elected": self._on_leader_elected,
+            "partition_offline": self._on_partition_offline,
+            "produce_send": self._on_produce_send,
+            "produce_ack": self._on_produce_ack,
+            "consume": self._on_consume,
+            "rebalance": self._on_rebalance,
+            "final_log": self._on_final_log,
+            "convergence": self._on_convergence,
+        }
+
+    # ----------------------------------------------------------------- streaming
+
+    def feed(self, ev: Event) -> None:
+        self.events += 1
+        ts = ev.get("ts_us")
+        if type(ts) is int:
+            if ts > self.end_us:
+                self.end_us = ts
+        else:
+            ts = self.end_us
+        handler = self._handlers.get(ev.get("event"))  # type: ignore[arg-type]
+        if handler is not None:
+            seq = ev.get("seq")
+            handler(ev, seq if type(seq) is int else self.events - 1, ts)
+
+    def _part(self, key: PartitionKey) -> _Partition:
+        p = self._parts.get(key)
+        if p is None:
+            p = self._parts[key] = _Partition()
+        return p
+
+    def _note(
+        self, anomaly: str, key: PartitionKey, seq: int | None, detail: dict[str, Any]
+    ) -> None:
+        """Count one occurrence and keep it as an example while there is room.
+
+        ``seq`` is the witnessing event; None for partition-level findings (divergence,
+        duplicates, convergence), which sort after event-level ones.
+        """
+        part = self._part(key)
+        part.counts[anomaly] += 1
+        if part.counts[anomaly] <= MAX_DETAILS:
+            kept = self._details[anomaly]
+            head: dict[str, Any] = {"topic": key[0], "partition": key[1]}
+            if seq is not None:
+                head["seq"] = seq
+            kept.append(((seq if seq is not None else 1 << 62, key[0], key[1]), {**head, **detail}))
+
+    def _on_run_start(self, ev: Event, seq: int, ts: int) -> None:
+        scenario = ev.get("scenario")
+        self.scenario = scenario if isinstance(scenario, dict) else {}
+        self.seed = _int(ev.get("seed"))
+        self._min_isr = _effective_min_isr(self.scenario)
+
+    def _on_run_end(self, ev: Event, seq: int, ts: int) -> None:
+        status = ev.get("status")
+        self.status = status if isinstance(status, str) else None
+
+    def _on_hw_update(self, ev: Event, seq: int, ts: int) -> None:
+        key, replica, new = _pkey(ev), _int(ev.get("replica")), _int(ev.get("new"))
+        if key is None or replica is None or new is None:
+            return
+        old = _int(ev.get("old"))
+        rkey = (key[0], key[1], replica)
+        prev = self._last_hw.get(rkey)
+        self._last_hw[rkey] = new
+        if (old is not None and new < old) or (prev is not None and new < prev):
+            self._note(
+                "hw_regression_replica",
+                key,
+                seq,
+                {"ts_us": ts, "replica": replica, "old": old if old is not None else prev,
+                 "new": new, "reason": ev.get("reason"), "role": ev.get("role")},
+            )
+        if ev.get("role") == "leader":
+            p = self._part(key)
+            if new > p.max_leader_hw:
+                p.max_leader_hw = new
+
+    def _set_isr(
+        self, key: PartitionKey, seq: int, ts: int, isr: frozenset[int], old: frozenset[int] | None
+    ) -> None:
+        p = self._part(key)
+        prev = p.isr if p.isr is not None else old
+        if p.isr is not None:
+            self._close_isr_interval(key, p, ts)
+        p.isr, p.isr_since_us = isr, ts
+        if prev is None:
+            return
+        for replica, kind in sorted(
+            [(r, "shrink") for r in prev - isr] + [(r, "expand") for r in isr - prev]
+        ):
+            rkey = (key[0], key[1], replica)
+            last = self._transitions.get(rkey)
+            self._transitions[rkey] = (kind, ts)
+            if (
+                kind == "expand"
+                and last is not None
+                and last[0] == "shrink"
+                and ts - last[1] <= ISR_CHURN_WINDOW_US
+            ):
+                self._note(
+                    "isr_churn", key, seq,
+                    {"ts_us": ts, "replica": replica, "shrink_ts_us": last[1], "expand_ts_us": ts},
+                )
+
+    def _close_isr_interval(self, key: PartitionKey, p: _Partition, until: int) -> None:
+        assert p.isr is not None
+        if len(p.isr) < self._min_isr.get(key[0], 1) and until > p.isr_since_us:
+            p.under_min_isr_us += until - p.isr_since_us
+
+    def _on_isr_change(self, ev: Event, seq: int, ts: int) -> None:
+        key, new = _pkey(ev), _isr(ev.get("new"))
+        if key is not None and new is not None:
+            self._set_isr(key, seq, ts, new, _isr(ev.get("old")))
+
+    def _on_leader_elected(self, ev: Event, seq: int, ts: int) -> None:
+        key = _pkey(ev)
+        if key is None:
+            return
+        leader = _int(ev.get("leader"))
+        self._part(key).leadership = (
+            "leader_elected", leader if leader is not None and leader >= 0 else None
+        )
+        isr = _isr(ev.get("isr"))
+        if isr is not None:
+            self._set_isr(key, seq, ts, isr, None)
+
+    def _on_partition_offline(self, ev: Event, seq: int, ts: int) -> None:
+        key = _pkey(ev)
+        if key is not None:
+            self._part(key).leadership = ("partition_offline", None)
+
+    def _on_produce_send(self, ev: Event, seq: int, ts: int) -> None:
+        key, value = _pkey(ev), _text(ev.get("value"))
+        if key is not None and value is not None:
+            self._part(key).send_seq.setdefault(value, seq)
+
+    def _on_produce_ack(self, ev: Event, seq: int, ts: int) -> None:
+        key, offset, value = _pkey(ev), _int(ev.get("offset")), _text(ev.get("value"))
+        if key is None or offset is None or offset < 0:
+            return
+        p = self._part(key)
+        v = value if value is not None else MISSING
+        if value is not None:
+            p.ack_offsets.append((value, offset))
+        acks = _acks(ev.get("acks"))
+        if acks != "0" and v not in p.acks:
+            p.acks[v] = (offset, acks, _text(ev.get("producer")), seq, ts)
+
+    def _on_consume(self, ev: Event, seq: int, ts: int) -> None:
+        key, offset = _pkey(ev), _int(ev.get("offset"))
+        if key is None or offset is None:
+            return
+        p = self._part(key)
+        value = _text(ev.get("value"))
+        v = value if value is not None else MISSING
+        hw = _int(ev.get("hw"))
+        group, consumer = _text(ev.get("group")), _text(ev.get("consumer"))
+        p.consumes.append((offset, v, hw, seq, ts, group, consumer))
+        detail = {"ts_us": ts, "offset": offset, "value": value, "hw": hw,
+                  "group": group, "consumer": consumer}
+        # read_uncommitted: beyond the HW it was served under, or beyond every leader HW so far.
+        if offset >= p.max_leader_hw or (hw is not None and offset >= hw):
+            self._note("read_uncommitted", key, seq,
+                       {**detail, "max_leader_hw": p.max_leader_hw})
+        # poll chains: consecutive reads of one consumer, one partition, one group generation.
+        gen = self._generation.get(group, 0)
+        ckey = (group, consumer, key[0], key[1])
+        chain = self._chains.get(ckey)
+        self._chains[ckey] = (gen, offset)
+        if chain is not None and chain[0] == gen:
+            if offset <= chain[1]:
+                self._note("nonmonotonic_poll", key, seq, {**detail, "previous_offset": chain[1]})
+            elif offset > chain[1] + 1:
+                self._note("poll_skip", key, seq, {**detail, "previous_offset": chain[1]})
+
+    def _on_rebalance(self, ev: Event, seq: int, ts: int) -> None:
+        group = _text(ev.get("group"))
+        self._generation[group] = self._generation.get(group, 0) + 1
+
+    def _on_final_log(self, ev: Event, seq: int, ts: int) -> None:
+        key, replica = _pkey(ev), _int(ev.get("replica"))
+        if key is None or replica is None:
+            return
+        logs = self._part(key).final_logs
+        log = logs.get(replica)
+        if log is None:
+            log = logs[replica] = _ReplicaLog()
+        log.hw = max(log.hw, _int(ev.get("hw")) or 0)
+        log.leo = max(log.leo, _int(ev.get("leo")) or 0)
+        log.lso = max(log.lso, _int(ev.get("log_start_offset")) or 0)
+        records = ev.get("records")
+        if isinstance(records, list):
+            for rec in records:
+                if isinstance(rec, list) and len(rec) >= 2:
+                    offset = _int(rec[0])
+                    if offset is not None:
+                        value = _text(rec[1])
+                        log.add(offset, value if value is not None else MISSING)
+
+    def _on_convergence(self, ev: Event, seq: int, ts: int) -> None:
+        key = _pkey(ev)
+        if key is None:
+            return
+        p = self._part(key)
+        ok = ev.get("converged") is True
+        p.converged = ok if p.converged is None else (p.converged and ok)
+
+    # ----------------------------------------------------------------- verdict
+
+    def result(self) -> CheckResult:
+        summaries: dict[str, PartitionSummary] = {}
+        for key in sorted(self._parts):
+            summaries[f"{key[0]}-{key[1]}"] = self._judge_partition(key, self._parts[key])
+        totals = dict.fromkeys(ANOMALIES, 0)
+        under_us = 0
+        for key in sorted(self._parts):
+            p = self._parts[key]
+            for name in ANOMALIES:
+                if name != "under_min_isr":
+                    totals[name] += p.counts[name]
+            under_us += p.under_min_isr_us
+        totals["under_min_isr"] = under_us // 1000
+        details: dict[str, list[dict[str, Any]]] = {}
+        for name in ANOMALIES:
+            kept = sorted(self._details[name], key=lambda sd: sd[0])
+            details[name] = [d for _, d in kept[:MAX_DETAILS]]
+        must, forbid = _expectations(self.scenario)
+        forbidden: list[str] = [a for a in ANOMALIES if a in forbid and totals[a] > 0]
+        missing = [a for a in must if totals.get(a, 0) == 0]
+        return CheckResult(
+            anomalies=totals,
+            details=details,
+            forbidden_found=forbidden,
+            missing_expected=missing,
+            expect_met=not forbidden and not missing,
+            partitions=summaries,
+            events=self.events,
+            scenario=_text(self.scenario.get("name")),
+            seed=self.seed,
+            status=self.status,
+            truncated=self.truncated,
+        )
+
+    def _judge_partition(self, key: PartitionKey, p: _Partition) -> PartitionSummary:
+        if p.isr is not None:
+            self._close_isr_interval(key, p, self.end_us)
+            p.isr_since_us = self.end_us
+        c = p.counts
+        c["under_min_isr"] = p.under_min_isr_us // 1000
+
+        # Final leader and final committed log (docs/anomalies.md §1).
+        elected = p.leadership[1] if p.leadership is not None else None
+        offline = elected is None and (p.leadership is not None or bool(p.final_logs))
+        if elected is not None and elected in p.final_logs:
+            source: int | None = elected
+        elif p.final_logs:
+            source = min(p.final_logs, key=lambda r: (-p.final_logs[r].hw, r))
+        else:
+            source = None
+        if offline or p.converged is False:
+            self._note("no_convergence", key, None,
+                       {"offline": offline, "converged": p.converged})
+
+        if source is not None:
+            self._judge_writes(key, p, p.final_logs[source])
+            self._judge_divergence(key, p)
+        self._judge_duplicates(key, p, p.final_logs[source] if source is not None else None)
+        self._judge_send_order(key, p)
+        log = p.final_logs.get(source) if source is not None else None
+        return PartitionSummary(
+            topic=key[0],
+            partition=key[1],
+            final_log_replica=source,
+            offline=offline,
+            final_hw=log.hw if log is not None else None,
+            final_log_start_offset=log.lso if log is not None else None,
+            converged=p.converged,
+            acked_records=len(p.acks),
+            consumed_records=len(p.consumes),
+            under_min_isr_us=p.under_min_isr_us,
+            anomalies=dict(c),
+        )
+
+    def _judge_writes(self, key: PartitionKey, p: _Partition, log: _ReplicaLog) -> None:
+        def committed(offset: int, value: str) -> bool:
+            return log.lso <= offset < log.hw and log.holds(offset, value)
+
+        for value, (offset, acks, producer, seq, ts) in p.acks.items():
+            detail = {"ts_us": ts, "offset": offset, "value": None if value == MISSING else value,
+                      "acks": acks, "producer": producer}
+            if offset < log.lso:
+                self._note("expired", key, seq, {**detail, "log_start_offset": log.lso})
+            elif not committed(offset, value):
+                name = "lost_acked_write" if acks == "all" else "lost_acked_uncommitted"
+                self._note(name, key, seq, {**detail, "final_hw": log.hw})
+        for offset, value, hw, seq, ts, group, consumer in p.consumes:
+            rewritten = offset >= log.lso and not committed(offset, value)
+            retracted = hw is not None and hw > log.hw
+            if rewritten or retracted:
+                self._note(
+                    "hw_regression_visible", key, seq,
+                    {"ts_us": ts, "offset": offset, "value": None if value == MISSING else value,
+                     "hw": hw, "final_hw": log.hw, "group": group, "consumer": consumer,
+                     "rewritten": rewritten, "retracted": retracted},
+                )
+
+    def _judge_divergence(self, key: PartitionKey, p: _Partition) -> None:
+        logs = p.final_logs
+        if len(logs) < 2:
+            return
+        bounds = sorted({b for r in logs.values() for b in (r.lso, r.hw)})
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            covering = [r for _, r in sorted(logs.items()) if r.lso <= lo and hi <= r.hw]
+            if len(covering) < 2:
+                continue
+            for offset in range(lo, hi):
+                first = covering[0].values.get(offset, MISSING)
+                if all(
+                    r.values.get(offset, MISSING) == first and offset not in r.extra
+                    for r in covering
+                ):
+                    continue
+                seen: set[str] = set()
+                for r in covering:
+                    seen |= r.values_at(offset)
+                if len(seen) > 1:
+                    by_replica = {
+                        str(rid): sorted(r.values_at(offset))
+                        for rid, r in sorted(logs.items())
+                        if r.lso <= offset < r.hw
+                    }
+                    self._note("log_divergence", key, None,
+                               {"offset": offset, "values": by_replica})
+
+    def _judge_duplicates(self, key: PartitionKey, p: _Partition, log: _ReplicaLog | None) -> None:
+        offsets: dict[str, set[int]] = {}
+        for value, offset in p.ack_offsets:
+            offsets.setdefault(value, set()).add(offset)
+        for offset, value, *_ in p.consumes:
+            if value != MISSING:
+                offsets.setdefault(value, set()).add(offset)
+        if log is not None:
+            for offset in log.values:
+                if log.lso <= offset < log.hw:
+                    for v in log.values_at(offset):
+                        if v != MISSING:
+                            offsets.setdefault(v, set()).add(offset)
+        for value in sorted(v for v, offs in offsets.items() if len(offs) > 1):
+            self._note("duplicate", key, None,
+                       {"value": value, "offsets": sorted(offsets[value])})
+
+    def _judge_send_order(self, key: PartitionKey, p: _Partition) -> None:
+        by_producer: dict[str | None, list[tuple[int, int, int, str, int]]] = {}
+        for value, (offset, _, producer, seq, ts) in p.acks.items():
+            order = p.send_seq.get(value, seq)
+            by_producer.setdefault(producer, []).append((order, seq, offset, value, ts))
+        for producer in sorted(by_producer, key=lambda x: (x is None, x or "")):
+            sends = sorted(by_producer[producer])
+            for (_, _, prev_offset, prev_value, _), (_, seq, offset, value, ts) in zip(
+                sends, sends[1:], strict=False
+            ):
+                if offset < prev_offset:
+                    self._note(
+                        "nonmonotonic_send", key, seq,
+                        {"ts_us": ts, "offset": offset, "value": value, "producer": producer,
+                         "previous_offset": prev_offset, "previous_value": prev_value},
+                    )
+
+
+def _effective_min_isr(scenario: Mapping[str, Any]) -> dict[str, int]:
+    """Per topic: min(min.insync.replicas, replication.factor) (Kafka's effectiveMinIsr)."""
+    out: dict[str, int] = {}
+    topics = scenario.get("topics")
+    if not isinstance(topics, list):
+        return out
+    for t in topics:
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            continue
+        min_isr = _int(t.get("min.insync.replicas"))
+        rf = _int(t.get("replication.factor"))
+        eff = min_isr if min_isr is not None else 1
+        if rf is not None:
+            eff = min(eff, rf)
+        out[t["name"]] = eff
+    return out
+
+
+def _expectations(scenario: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(must appear, must not appear) from the scenario's ``expect`` table."""
+    expect = scenario.get("expect")
+    if not isinstance(expect, dict):
+        expect = {}
+    must = expect.get("anomalies")
+    forbid = expect.get("forbid")
+    must_l = [a for a in must if isinstance(a, str)] if isinstance(must, list) else []
+    if isinstance(forbid, list):
+        forbid_l = [a for a in forbid if isinstance(a, str)]
+    else:
+        forbid_l = list(DEFAULT_FORBID)
+    return must_l, forbid_l
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def check_events(events: Iterable[Event]) -> CheckResult:
+    """Check a trace given as its events, in trace order."""
+    checker = Checker()
+    for ev in events:
+        checker.feed(ev)
+    return checker.result()
+
+
+def _open(path: Path) -> Any:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return path.open("rb", buffering=1 << 20)
+
+
+def _load(path: Path, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yield a trace file's events, verifying each line's crc, ``seq`` and the run_end digest.
+
+    Tolerates a missing ``run_end`` and an unterminated last line that does not parse (a run
+    killed mid-write); sets ``stats["truncated"]`` then. Raises TraceError on bad input.
+    Private on purpose: ``traces.reader`` may replace it.
+    """
+    name = str(path)
+    digest = hashlib.sha256()
+    stats["truncated"] = True
+    try:
+        fh = _open(path)
+    except OSError as exc:
+        raise TraceError(name, None, f"cannot open: {exc.strerror or exc}") from exc
+    with fh:
+        lineno = 0
+        pending: bytes | None = None
+        try:
+            for raw in fh:
+                if pending is not None:  # only the last line may lack its newline
+                    raise TraceError(name, lineno, "line is not terminated")
+                lineno += 1
+                if not raw.endswith(b"\n"):
+                    pending = raw
+                line = raw.rstrip(b"\r\n")
+                body = unseal(line)
+                if body is None:
+                    if pending is not None:
+                        break  # a torn last line: the run was killed mid-write
+                    raise TraceError(name, lineno, "crc: missing or does not match the line")
+                try:
+                    ev = orjson.loads(body)
+                except orjson.JSONDecodeError as exc:
+                    raise TraceError(name, lineno, f"not JSON: {exc}") from exc
+                if not isinstance(ev, dict):
+                    raise TraceError(name, lineno, "not a JSON object")
+                if ev.get("seq") != lineno - 1:
+                    raise TraceError(name, lineno, f"seq: {ev.get('seq')!r}, expected {lineno - 1}")
+                if lineno == 1 and ev.get("event") != "run_start":
+                    raise TraceError(name, lineno, "event: the first line must be run_start")
+                if ev.get("event") == "run_end":
+                    if ev.get("sha256") != digest.hexdigest():
+                        raise TraceError(name, lineno, "sha256: does not match the lines before")
+                    stats["truncated"] = False
+                digest.update(raw)
+                yield ev
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise TraceError(name, lineno + 1, f"cannot read: {exc}") from exc
+        if lineno == 0:
+            raise TraceError(name, None, "empty trace")
+
+
+def check_file(path: str | Path) -> CheckResult:
+    """Check a ``.jsonl`` / ``.jsonl.gz`` trace file by streaming it."""
+    stats: dict[str, Any] = {}
+    checker = Checker()
+    for ev in _load(Path(path), stats):
+        checker.feed(ev)
+    checker.truncated = bool(stats.get("truncated"))
+    return checker.result()
+
+
+def file_digest(path: str | Path) -> str:
+    """Hex SHA-256 of the file's bytes (compressed bytes for ``.gz``)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def format_table(result: CheckResult, trace: str) -> str:
+    """The human view: one row per anomaly, then the partitions and the verdict."""
+    lines = [f"trace     {trace}",
+             f"scenario  {result.scenario}  seed {result.seed}  events {result.events}"
+             + ("  (truncated: no run_end)" if result.truncated else "")]
+    lines.append("")
+    lines.append(f"{'anomaly':<24}{'count':>10}  verdict")
+    for name in ANOMALIES:
+        n = result.anomalies[name]
+        mark = ""
+        if name in result.forbidden_found:
+            mark = "FORBIDDEN"
+        elif name in result.missing_expected:
+            mark = "EXPECTED, MISSING"
+        unit = " ms" if name == "under_min_isr" else ""
+        lines.append(f"{name:<24}{n:>10}{unit}  {mark}".rstrip())
+    lines.append("")
+    lines.append(f"{'partition':<20}{'leader':>7}{'hw':>9}{'lso':>7}{'acked':>8}  state")
+    for pname, s in result.partitions.items():
+        state = "offline" if s.offline else ("not converged" if s.converged is False else "ok")
+        lines.append(
+            f"{pname:<20}{_dash(s.final_log_replica):>7}{_dash(s.final_hw):>9}"
+            f"{_dash(s.final_log_start_offset):>7}{s.acked_records:>8}  {state}"
+        )
+    for name in ANOMALIES:
+        for d in result.details[name][:3]:
+            lines.append(f"  e.g. {name}: {orjson.dumps(d).decode()}")
+    lines.append("")
+    lines.append("expect met" if result.expect_met else "EXPECT NOT MET")
+    return "\n".join(lines)
+
+
+def _dash(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def main(argv: list[str]) -> int:
+    """``isrlab check TRACE [--json]``: 0 expect met, 1 not met, 2 bad input."""
+    parser = argparse.ArgumentParser(prog="isrlab check", description=__doc__.splitlines()[0])
+    parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        result = check_file(args.trace)
+        digest = file_digest(args.trace)
+    except TraceError as exc:
+        print(f"isrlab check: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"isrlab check: {args.trace}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        out = {"trace": args.trace, "digest": digest, **result.to_json_dict()}
+        sys.stdout.write(orjson.dumps(out).decode() + "\n")
+    else:
+        print(format_table(result, args.trace))
+    return 0 if result.expect_met else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

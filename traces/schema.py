@@ -1,0 +1,120 @@
+"""Trace schema 1: the contract between the emulator and everything that reads traces.
+
+A trace is JSON lines (UTF-8, optionally gzip). Every line is one flat JSON object whose
+first members are, in this order::
+
+    seq     0-based line index (int)
+    ts_us   virtual time in microseconds (int)
+    event   the event name (one of EVENTS below)
+    node    the emitting node: "broker-<id>", "controller", "producer-<n>",
+            "consumer-<group>-<n>", or "sim" for run-level events
+    actor   the emitting actor on that node: "broker", "controller", "<topic>-<partition>"
+            for a partition replica, "producer", "consumer", or "sim"
+
+then the event's own fields (below), and last a ``crc`` member: the CRC-32 (zlib) of the
+line's JSON text rendered *without* the crc member, so an altered line is found by its
+own number (see ``traces.integrity``). Line 1 is ``run_start``; the last line is
+``run_end`` whose ``sha256`` is the hex SHA-256 of every byte before that line.
+
+Broker ids, offsets and epochs are integers. LEO and HW are exclusive (HW = 10 means
+offsets 0..9 are committed). A record's ``value`` is a string unique in the run,
+``"p<producer>-<sequence>"``.
+
+The names here are part of the contract: the checker, the Spark analyses, replay and the
+reports all read them. Adding fields is compatible; renaming or removing is a new schema.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SCHEMA_VERSION: Final = 1
+
+#: Event name -> the fields the analyses rely on (more may be present).
+EVENTS: Final[dict[str, tuple[str, ...]]] = {
+    # run-level
+    "run_start": ("schema", "isrlab_version", "seed", "scenario", "fault_plan", "protocol"),
+    "run_end": ("status", "events", "sha256"),
+    "fault": ("fault", "phase", "target"),
+    "phase": ("phase",),
+    "invariant_violation": ("invariant", "detail"),
+    # runtime
+    "node_crash": ("kind",),
+    "node_restart": (),
+    "node_pause": (),
+    "node_resume": (),
+    "msg_drop": ("src", "dst", "msg", "reason"),
+    "frame_rejected": ("src", "dst", "error"),
+    # replica state
+    "leo_update": ("topic", "partition", "replica", "old", "new"),
+    "hw_update": ("topic", "partition", "replica", "old", "new", "reason", "role"),
+    "log_truncate": ("topic", "partition", "replica", "old_leo", "new_leo", "reason"),
+    "log_start_offset_update": ("topic", "partition", "replica", "old", "new", "reason"),
+    "log_flush": ("topic", "partition", "replica", "recovery_point"),
+    "segment_roll": ("topic", "partition", "replica", "base_offset"),
+    "segment_delete": ("topic", "partition", "replica", "base_offset", "next_offset", "reason"),
+    "log_recovery": ("topic", "partition", "replica", "leo", "hw", "log_start_offset"),
+    "become_leader": ("topic", "partition", "replica", "leader_epoch", "isr", "leo", "hw"),
+    "become_follower": ("topic", "partition", "replica", "leader", "leader_epoch", "leo", "hw"),
+    "isr_change": (
+        "topic", "partition", "old", "new", "reason", "leader_epoch", "partition_epoch",
+    ),
+    "alter_partition": ("topic", "partition", "replica", "proposed_isr", "partition_epoch"),
+    "alter_partition_result": ("topic", "partition", "replica", "error"),
+    # controller
+    "broker_registered": ("broker", "broker_epoch", "clean_shutdown"),
+    "broker_fenced": ("broker", "reason"),
+    "broker_unfenced": ("broker",),
+    "leader_elected": (
+        "topic", "partition", "leader", "leader_epoch", "isr", "election", "partition_epoch",
+    ),
+    "partition_offline": ("topic", "partition", "leader_epoch"),
+    "partition_state": ("topic", "partition", "path", "state"),
+    # clients
+    "produce_send": ("topic", "partition", "key", "value", "producer", "acks"),
+    "produce_ack": ("topic", "partition", "value", "offset", "producer", "acks"),
+    "produce_error": ("topic", "partition", "value", "producer", "error"),
+    "consume": ("group", "consumer", "topic", "partition", "offset", "value", "hw"),
+    "offset_commit": ("group", "consumer", "topic", "partition", "offset"),
+    "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
+    "rebalance": ("group", "generation", "assignment"),
+    # end of run
+    "final_log": (
+        "topic", "partition", "replica", "log_start_offset", "hw", "leo", "leader_epoch",
+        "records",
+    ),
+}
+
+#: Reasons carried by ``hw_update`` (seed 000: the four moments a leader updates its HW,
+#: plus the follower and recovery paths).
+HW_REASONS: Final = (
+    "produce",          # leader appended (ISR may be just the leader)
+    "follower_fetch",   # leader saw a follower's LEO move
+    "become_leader",    # replica became leader
+    "isr_shrink",       # ISR shrank, the min over fewer replicas may rise
+    "isr_change",       # other committed ISR change (expand)
+    "fetch_response",   # follower: min(own LEO, leader HW)
+    "truncate",         # truncation pulled the HW down with the LEO
+    "log_start_offset", # logStartOffset moved above the HW
+    "recovery",         # restart: loaded from the HW checkpoint
+)
+
+RUN_STATUSES: Final = ("ok", "anomalies", "error", "aborted")
+
+#: Anomaly names (DESIGN section 5); every --json output carries all of them.
+ANOMALIES: Final = (
+    "lost_acked_write",
+    "lost_acked_uncommitted",
+    "expired",
+    "hw_regression_visible",
+    "hw_regression_replica",
+    "log_divergence",
+    "read_uncommitted",
+    "nonmonotonic_send",
+    "duplicate",
+    "poll_skip",
+    "nonmonotonic_poll",
+    "no_convergence",
+    "isr_churn",
+    "under_min_isr",
+)

@@ -1,0 +1,134 @@
+"""Writing a trace: structlog in front, a sealed JSON line per event behind it.
+
+Per STACK_NOTES section 1: no global ``structlog.configure`` (tests run many seeds in one
+process), one ``wrap_logger`` per run, loggers bound once per actor, no wall-clock stamper,
+no lock and no flush per event, orjson rendering. The processors are:
+
+1. ``_order``: builds the line in the contract's member order — ``seq``, ``ts_us``,
+   ``event``, ``node``, ``actor``, then the event's fields — and assigns ``seq``;
+2. ``_render``: orjson to bytes, then :func:`traces.integrity.seal` appends the line's crc.
+
+The sink hashes every byte it writes so ``run_end`` can carry the SHA-256 of all lines
+before it. Events reach the writer already in the run's total order (the scheduler commits
+effects in a canonical order), so the writer never sorts.
+
+A run that dies — an exception in an actor, SIGINT, SIGTERM — still ends with a ``run_end``
+line (status ``error`` or ``aborted``) because :meth:`TraceWriter.close` is called from a
+``finally`` and the buffered file is flushed there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import structlog
+
+from traces.integrity import seal
+from traces.schema import SCHEMA_VERSION
+
+ISRLAB_VERSION = "0.1.0"
+_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+class _Sink:
+    """structlog's "logger": writes rendered bytes, keeps the running digest. No lock."""
+
+    __slots__ = ("_file", "_sha", "count")
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+        self._sha = hashlib.sha256()
+        self.count = 0
+
+    def msg(self, line: bytes) -> None:
+        self._file.write(line)
+        self._sha.update(line)
+        self.count += 1
+
+    info = msg
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+class TraceWriter:
+    """One trace file. ``emit`` is the only hot-path call."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, buffer: IO[bytes] | None = None
+                 ) -> None:
+        self.path = Path(path) if path is not None else None
+        self._file: IO[bytes]
+        if buffer is not None:
+            self._file = buffer
+        else:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.suffix == ".gz":
+                self._file = gzip.GzipFile(self.path, "wb", compresslevel=6, mtime=0)
+            else:
+                self._file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115
+        self._sink = _Sink(self._file)
+        self._loggers: dict[tuple[str, str], Any] = {}
+        self._base = structlog.wrap_logger(
+            self._sink,
+            processors=[self._order, self._render],
+            wrapper_class=structlog.make_filtering_bound_logger(20),
+            cache_logger_on_first_use=True,
+        )
+        self.closed = False
+        self.last_ts_us = 0
+
+    # -- structlog processors ------------------------------------------------------------
+    def _order(self, _logger: Any, _name: str, ev: MutableMapping[str, Any]
+               ) -> MutableMapping[str, Any]:
+        line = {"seq": self._sink.count, "ts_us": ev.pop("ts_us"), "event": ev.pop("event"),
+                "node": ev.pop("node"), "actor": ev.pop("actor")}
+        line.update(ev)
+        return line
+
+    @staticmethod
+    def _render(_logger: Any, _name: str, ev: MutableMapping[str, Any]) -> bytes:
+        return seal(orjson.dumps(ev, option=_OPTS))
+
+    # -- API -------------------------------------------------------------------------------
+    @property
+    def events(self) -> int:
+        return self._sink.count
+
+    def emit(self, ts_us: int, node: str, actor: str, event: str, fields: dict[str, Any]
+             ) -> None:
+        log = self._loggers.get((node, actor))
+        if log is None:
+            log = self._loggers[(node, actor)] = self._base.bind(node=node, actor=actor)
+        self.last_ts_us = ts_us
+        log.info(event, ts_us=ts_us, **fields)
+
+    def start(self, *, seed: int, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
+              protocol: str) -> None:
+        self.emit(0, "sim", "sim", "run_start", {
+            "schema": SCHEMA_VERSION, "isrlab_version": ISRLAB_VERSION, "seed": seed,
+            "protocol": protocol, "scenario": scenario, "fault_plan": fault_plan})
+
+    def close(self, status: str, **fields: Any) -> str:
+        """Write ``run_end`` (status, event count, sha256 of all prior lines), flush, close.
+
+        Returns the sha256 of the whole file as written (the run's digest).
+        """
+        if self.closed:
+            raise RuntimeError("trace already closed")
+        prior = self._sink.hexdigest()
+        self.emit(self.last_ts_us, "sim", "sim", "run_end",
+                  {"status": status, "events": self._sink.count, "sha256": prior, **fields})
+        self.closed = True
+        digest = self._sink.hexdigest()
+        self._file.flush()
+        if not isinstance(self._file, io.BytesIO):
+            self._file.close()
+        return digest
