@@ -57,6 +57,7 @@ class Broker(Machine):
         self.metadata: dict[tuple[str, int], tuple[int, int]] = {}
         self.clean_shutdown = disk.clean_shutdown
         self._registering = 0
+        self.metadata_offset = -1
 
     def start(self) -> None:
         self._register()
@@ -73,6 +74,7 @@ class Broker(Machine):
             if msg.controller_epoch < self.controller_epoch:
                 return   # a zombie controller (controller-epoch fencing)
             self.controller_epoch = msg.controller_epoch
+            self.metadata_offset = max(self.metadata_offset, msg.metadata_offset)
             self.metadata[(msg.topic, msg.partition)] = (msg.leader, msg.leader_epoch)
             if (msg.topic, msg.partition) in self.hosted:
                 self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
@@ -80,6 +82,7 @@ class Broker(Machine):
             if msg.controller_epoch < self.controller_epoch:
                 return
             self.controller_epoch = msg.controller_epoch
+            self.metadata_offset = max(self.metadata_offset, msg.metadata_offset)
             for tp in sorted(self.hosted):
                 self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
         elif t is BrokerRegistrationResponse:
@@ -94,7 +97,8 @@ class Broker(Machine):
         elif t is Tick:
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
-                    self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch))
+                    self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
+                                                              self.metadata_offset))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
             elif msg.kind == "register_retry":
                 if msg.token == self._registering and self.broker_epoch < 0:

@@ -83,6 +83,7 @@ class ControllerStore:
     controller_epoch: int = 0
     next_broker_epoch: int = 1
     bootstrapped: bool = False
+    metadata_offset: int = 0
 
     def crash(self, power_loss: bool) -> None:
         return None   # replicated metadata: nothing is lost
@@ -107,9 +108,10 @@ class Controller(Machine):
     def _state_msg(self, p: PartitionRecord) -> PartitionState:
         return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
                               p.leader, p.leader_epoch, p.isr, p.elr, p.partition_epoch,
-                              p.recovering)
+                              p.recovering, self.store.metadata_offset)
 
     def _broadcast(self, p: PartitionRecord) -> None:
+        self.store.metadata_offset += 1
         msg = self._state_msg(p)
         for b in self.all_brokers:
             if self._live(b) or b in p.replicas:
@@ -117,9 +119,11 @@ class Controller(Machine):
 
     def _broker_states(self) -> BrokerStates:
         return BrokerStates(self.store.controller_epoch, tuple(
-            (b, r.epoch, r.fenced) for b, r in sorted(self.store.brokers.items())))
+            (b, r.epoch, r.fenced) for b, r in sorted(self.store.brokers.items())),
+            self.store.metadata_offset)
 
     def _broadcast_broker_states(self) -> None:
+        self.store.metadata_offset += 1
         msg = self._broker_states()
         for b in self.all_brokers:
             if b in self.store.brokers:
@@ -148,6 +152,10 @@ class Controller(Machine):
                                                           self.store.controller_epoch))
                 return
             self.last_heartbeat[msg.broker] = self.now_ms
+            if rec.fenced:
+                self._unfence(msg.broker)
+            elif msg.metadata_offset < self.store.metadata_offset:
+                self._catch_up(msg.broker)
         elif t is AlterPartition:
             self._on_alter_partition(msg, src)
         elif t is BrokerRegistration:
@@ -195,6 +203,25 @@ class Controller(Machine):
                     self._try_elect(p, "broker_registered")
                 else:
                     self.send(src, self._state_msg(p))
+
+    def _catch_up(self, broker: int) -> None:
+        """A broker behind on the metadata log gets every partition state again (KRaft
+        brokers fetch the metadata log; a lost PartitionState must not strand them)."""
+        dst = (f"broker-{broker}", "broker")
+        for key in sorted(self.store.partitions):
+            self.send(dst, self._state_msg(self.store.partitions[key]))
+        self.send(dst, self._broker_states())
+
+    def _unfence(self, broker: int) -> None:
+        """A fenced broker heartbeating with its current epoch is unfenced again."""
+        self.store.brokers[broker].fenced = False
+        self.emit("broker_unfenced", broker=broker)
+        self._broadcast_broker_states()
+        for key in sorted(self.store.partitions):
+            p = self.store.partitions[key]
+            if broker in p.replicas and p.leader < 0:
+                self._try_elect(p, "broker_registered")
+        self._catch_up(broker)
 
     def _elect_initial(self, p: PartitionRecord) -> None:
         p.isr = p.replicas

@@ -61,6 +61,7 @@ class BrokerRegistrationResponse:
 class BrokerHeartbeat:
     broker: int
     broker_epoch: int
+    metadata_offset: int     # the highest controller metadata offset the broker applied
 
 
 @message(4)
@@ -78,6 +79,7 @@ class PartitionState:
     elr: tuple[int, ...]
     partition_epoch: int
     recovering: bool         # KIP-704: elected uncleanly
+    metadata_offset: int     # position in the controller's metadata log
 
 
 @message(5)
@@ -87,6 +89,7 @@ class BrokerStates:
 
     controller_epoch: int
     brokers: tuple[tuple[int, int, bool], ...]   # (broker, broker_epoch, fenced)
+    metadata_offset: int
 
 
 @message(6)

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from spark.tracebuild import Trace, healthy, scenario
+
 from traces.checker import ANOMALIES, check_events, check_file, main
 from traces.integrity import seal
 

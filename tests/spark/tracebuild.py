@@ -3,8 +3,8 @@
 ``Trace`` appends schema-1 events with ``seq`` = index and a virtual clock you advance with
 ``at(seconds)``; ``write(path)`` seals each line (crc) and ends with ``run_end`` carrying the
 SHA-256 of the lines before, exactly as ``traces.writer`` does, so the files pass the
-checker's loader and the Spark loader. Lives under ``tests/spark`` (owned by the checker/Spark work); ``tests/test_checker.py`` imports
-it as ``spark.tracebuild``.
+checker's loader and the Spark loader. It lives under ``tests/spark`` (the Spark tests import
+it as ``tracebuild``); ``tests/test_checker.py`` imports it as ``spark.tracebuild``.
 """
 
 from __future__ import annotations

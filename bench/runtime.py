@@ -1,0 +1,69 @@
+"""Runtime cost: the floor (Trio hop + msgpack) against the emulator per delivered message.
+
+(a) floor: one Trio memory-channel hop between two tasks with msgpack encode and decode of
+    a 10-field message; (b) the emulator on scenarios/reference.toml (3 brokers, 6
+    partitions, RF 3, 2,000 records/s, one consumer group, 60 simulated s, random faults).
+Prints both, their ratio, and simulated seconds per wall second.  Run: make bench
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+
+import msgpack
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from emulator.cluster import run  # noqa: E402
+from emulator.scenario import load  # noqa: E402
+from traces.writer import TraceWriter  # noqa: E402
+
+N = 200_000
+
+
+async def _floor() -> float:
+    send, recv = trio.open_memory_channel[bytes](0)
+    packer = msgpack.Packer()
+    msg = {"topic": "orders", "partition": 3, "replica": 2, "offset": 12345, "epoch": 7,
+           "hw": 12000, "leo": 12400, "lso": 0, "corr": 99, "error": "NONE"}
+    done = trio.Event()
+
+    async def consumer() -> None:
+        for _ in range(N):
+            msgpack.unpackb(await recv.receive())
+        done.set()
+
+    t0 = time.perf_counter()
+    async with trio.open_nursery() as n:
+        n.start_soon(consumer)
+        for _ in range(N):
+            await send.send(packer.pack(msg))
+        await done.wait()
+    return (time.perf_counter() - t0) / N
+
+
+def main() -> None:
+    floor = min(trio.run(_floor) for _ in range(3))
+    print(f"(a) floor: Trio hop + msgpack encode/decode: {floor * 1e6:.2f} us/message "
+          f"({1 / floor:,.0f} msg/s)")
+    sc = load("reference")
+    buf = io.BytesIO()
+    t0 = time.perf_counter()
+    res = run(sc, 1, None, writer=TraceWriter(None, buffer=buf))
+    wall = time.perf_counter() - t0
+    per = wall / max(1, res.delivered)
+    print(f"(b) emulator on reference: {res.delivered:,} messages delivered, {res.events:,} "
+          f"trace events, {res.sim_seconds:.1f} simulated s in {wall:.1f} wall s")
+    print(f"    {per * 1e6:.2f} us per delivered message ({res.delivered / wall:,.0f} msg/s), "
+          f"all costs included (protocol, tracing)")
+    print(f"ratio emulator/floor: {per / floor:.2f}x (target <= 3x)")
+    print(f"simulated seconds per wall second: {res.sim_seconds / wall:.2f}")
+    print(f"trace: {len(buf.getvalue()) / 1e6:.1f} MB, status {res.status}")
+
+
+if __name__ == "__main__":
+    main()

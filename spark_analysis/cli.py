@@ -1,0 +1,123 @@
+"""``isrlab analyze PATH... [--master URL] [--out DIR] [--json] [--cache DIR]``.
+
+Reads any number of traces (files or folders), computes the checker's anomaly counts per trace
+with Spark (``analyses.anomaly_table``) plus the campaign views, and prints either readable
+tables or, with ``--json``, exactly one JSON object on stdout::
+
+    {"traces": N, "events": E, "bad_lines": [{"trace", "line", "problem"}...],
+     "anomalies": {name: total...}, "per_trace": {trace: {"scenario", "seed", "anomalies"}}}
+
+Anomaly names are the checker's (``traces.schema.ANOMALIES``), every name present, zeros
+included; ``under_min_isr`` is in milliseconds. ``--out DIR`` writes one Parquet dataset per
+analysis. Exit codes: 0 done; 2 bad input (no trace found, or bad lines — each named on
+stderr as ``file:line: problem``; the analysis of the good lines is still printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+from pyspark.sql import DataFrame
+
+from spark_analysis import analyses as A
+from spark_analysis.load import TraceInputError, load_traces
+from spark_analysis.session import build_session
+from traces.schema import ANOMALIES
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="isrlab analyze",
+                                description="Spark analytics over isrlab traces")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files or folders")
+    p.add_argument("--master", default=None,
+                   help="local[N], spark://..., sc://... (default: local[*] or the environment)")
+    p.add_argument("--out", default=None, help="write one Parquet dataset per analysis here")
+    p.add_argument("--cache", default=None, help="keep a Parquet copy of parsed events here")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
+    if not rows:
+        return f"{title}: none"
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    out = [title, "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        spark = build_session(args.master)
+        loaded = load_traces(spark, args.paths, cache_dir=args.cache)
+    except TraceInputError as exc:
+        print(f"isrlab analyze: {exc}", file=sys.stderr)
+        return 2
+    for bad in loaded.bad_lines:
+        print(f"isrlab analyze: {bad.trace}:{bad.line}: {bad.problem}", file=sys.stderr)
+
+    events = loaded.events.persist()
+    table = A.anomaly_table(events).persist()
+    meta = A.trace_meta(events)
+    wide = A.anomaly_wide(table, meta).persist()
+    views: dict[str, DataFrame] = {
+        "anomalies_per_partition": table,
+        "anomalies_per_trace": wide,
+        "hw_regressions": A.hw_regressions(events),
+        "isr_churn_per_minute": A.isr_churn_per_minute(events),
+        "partition_health": A.partition_health(events),
+        "top_churning_replicas": A.top_churning_replicas(events),
+        "log_divergence": A.log_divergence(events),
+    }
+    for knob in A.ROLLUP_KNOBS:
+        views[f"rollup_{knob}"] = A.campaign_rollup(wide, knob)
+    if args.out:
+        for name, df in views.items():
+            df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/{name}.parquet")
+
+    per_trace = sorted((r.asDict() for r in wide.collect()), key=lambda r: r["trace"])
+    totals = {a: sum(int(r[a] or 0) for r in per_trace) for a in ANOMALIES}
+    n_events = sum(int(r["events"] or 0) for r in per_trace)
+    if args.json:
+        out = {
+            "traces": len(per_trace),
+            "events": n_events,
+            "bad_lines": [{"trace": b.trace, "line": b.line, "problem": b.problem}
+                          for b in loaded.bad_lines],
+            "anomalies": totals,
+            "per_trace": {
+                r["trace"]: {"scenario": r["scenario"], "seed": r["seed"],
+                             "status": r["status"],
+                             "anomalies": {a: int(r[a] or 0) for a in ANOMALIES}}
+                for r in per_trace
+            },
+        }
+        sys.stdout.write(orjson.dumps(out).decode() + "\n")
+    else:
+        print(f"{len(per_trace)} traces, {n_events} events, "
+              f"{len(loaded.bad_lines)} bad lines")
+        print(_table("anomalies (total)", [{"anomaly": a, "count": totals[a]} for a in ANOMALIES],
+                     ["anomaly", "count"]))
+        print()
+        short = ["trace", "scenario", "seed", *[a for a in ANOMALIES if totals[a]]]
+        print(_table("per trace", per_trace, short))
+        for knob in A.ROLLUP_KNOBS:
+            rows = [r.asDict() for r in views[f"rollup_{knob}"].collect()]
+            print()
+            print(_table(f"by {knob}", rows,
+                         ["value", "traces", "traces_losing_acked",
+                          *[a for a in ANOMALIES if totals[a]]]))
+        print()
+        print(_table("top churning replicas",
+                     [r.asDict() for r in views["top_churning_replicas"].collect()],
+                     ["topic", "partition", "replica", "churns", "traces"]))
+    return 2 if loaded.bad_lines else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

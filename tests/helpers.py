@@ -1,0 +1,31 @@
+"""Small real runs for tests."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+
+from emulator.cluster import RunResult, run
+from emulator.scenario import load
+from traces.writer import TraceWriter
+
+SMALL = [
+    "duration_s=6.0", "heal_s=40.0", "invariants=true",
+    "producers[0].rate=80", "topics[0].partitions=2",
+]
+FAULTY = SMALL + ['faults.nemesis=["kill","power_loss","partition","pause","isolate_leader"]',
+                  "faults.interval_s=1.5", "faults.fault_duration_s=2.0"]
+
+
+def run_to_bytes(scenario: str, seed: int, overrides: list[str] | None = None
+                 ) -> tuple[RunResult, bytes]:
+    sc = load(scenario, overrides if overrides is not None else SMALL)
+    buf = io.BytesIO()
+    res = run(sc, seed, None, writer=TraceWriter(None, buffer=buf))
+    return res, buf.getvalue()
+
+
+def events(data: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in data.splitlines()]
