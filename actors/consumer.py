@@ -71,7 +71,7 @@ class Consumer(Client):
                          retry_backoff_ms=cfg.retry_backoff_ms)
         self.cfg = cfg
         self.assigned = assign(cfg.partitions, cfg.members, cfg.member, cfg.assignor)
-        self.coordinator = ("broker-%d" % coordinator_for(cfg.group, brokers), "broker")
+        self.coordinator = (f"broker-{coordinator_for(cfg.group, brokers)}", "broker")
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight

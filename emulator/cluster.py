@@ -247,12 +247,14 @@ class Cluster:
             self.sched.start_node(name)
         self.sched.emit("sim", "sim", "phase", phase="workload")
         for f in self.plan:
-            self.sched.at(int(float(f["at_s"]) * US), lambda f=f: self._start_fault(f))
+            self.sched.at(int(float(f["at_s"]) * US), self._fault_starter(f))
         self.sched.at(int(self.sc["duration_s"] * US), self._heal)
 
-    def _start_fault(self, f: dict[str, Any]) -> None:
-        if self.phase == "workload":
-            start_fault(self, f)
+    def _fault_starter(self, f: dict[str, Any]) -> Callable[[], None]:
+        def start() -> None:
+            if self.phase == "workload":
+                start_fault(self, f)
+        return start
 
     def _heal(self) -> None:
         self.phase = "heal"

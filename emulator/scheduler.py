@@ -208,12 +208,12 @@ class Scheduler:
             elif e[0] == "s":  # type: ignore[index]
                 _, dst, frame = e  # type: ignore[misc]
                 fate = self.network.transmit(now, m.node, dst[0], frame)
-                if type(fate) is str:
+                if isinstance(fate, str):
                     self.writer.emit(now, m.node, m.name, "msg_drop", {
                         "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
                         "msg": _msg_name(frame), "reason": fate})
                 else:
-                    self._push(fate[0], DELIVER, dst, m.address, fate[1])  # type: ignore[index]
+                    self._push(fate[0], DELIVER, dst, m.address, fate[1])
             else:
                 _, delay, frame = e  # type: ignore[misc]
                 self._push(now + delay, DELIVER, m.address, m.address, frame)

@@ -165,7 +165,7 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "_line", schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
     )
     body = F.regexp_replace("_line", _CRC_TAIL, "}")
-    crc_ok = F.crc32(body.cast("binary")) == F.regexp_extract("_line", _CRC_TAIL, 1).cast("long")
+    crc_ok = F.crc32(body.cast("binary")) == F.regexp_extract("_line", _CRC_TAIL, 1).try_cast("long")
     return raw.select("trace", "_block", "_rid", "_line", parsed.alias("j"),
                       F.coalesce(crc_ok, F.lit(False)).alias("_crc_ok"))
 

@@ -71,7 +71,8 @@ class TraceWriter:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.suffix == ".gz":
-                self._file = gzip.GzipFile(self.path, "wb", compresslevel=6, mtime=0)
+                self._file = gzip.GzipFile(  # type: ignore[assignment]  # GzipFile is IO[bytes]
+                    self.path, "wb", compresslevel=6, mtime=0)
             else:
                 self._file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115
         self._sink = _Sink(self._file)

@@ -159,3 +159,77 @@ def healthy(values: int = 3, **kw: Any) -> Trace:
     for r in (0, 1, 2):
         t.final_log(r, recs, hw=values)
     return t
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+def catalogue() -> dict[str, Trace]:
+    """Small traces that, together, make every anomaly of ``ANOMALIES`` non-zero."""
+    out: dict[str, Trace] = {"healthy": healthy()}
+
+    for acks in ("all", "1"):  # S6 shape: acked at 1, the next leader writes x@1
+        t = Trace(scenario(acks=acks))
+        t.elect(0, [0, 1, 2])
+        t.at(1).send("p0-0", acks=acks).hw(0, 0, 1).ack("p0-0", 0, acks=acks)
+        t.at(2).send("p0-1", acks=acks).ack("p0-1", 1, acks=acks)
+        t.at(3).elect(1, [1, 2], epoch=2)
+        t.at(4).send("p0-2", acks=acks).hw(1, 1, 2).ack("p0-2", 1, acks=acks)
+        t.at(30).converged(True)
+        for r in (1, 2):
+            t.final_log(r, [(0, "p0-0"), (1, "p0-2")], hw=2)
+        out[f"lost_acks_{acks}"] = t
+
+    t = Trace()  # retention: offsets 0, 1 deleted everywhere
+    t.elect(0, [0, 1, 2])
+    for i in range(4):
+        t.at(1 + i).send(f"p0-{i}").hw(0, i, i + 1).ack(f"p0-{i}", i)
+    t.at(30).converged(True)
+    for r in (0, 1, 2):
+        t.final_log(r, [(2, "p0-2"), (3, "p0-3")], hw=4, log_start_offset=2)
+    out["expired"] = t
+
+    t = Trace()  # S11: stale HW on the new leader
+    t.elect(1, [1, 2, 3])
+    t.at(1).send("m").hw(1, 0, 1).ack("m", 0).consume(0, "m", hw=1)
+    t.hw(2, 0, 1, role="follower", reason="fetch_response")
+    t.at(2).elect(2, [2, 3], epoch=2).hw(2, 1, 0, reason="become_leader")
+    t.at(3).hw(2, 0, 1).at(30).converged(True)
+    for r in (2, 3):
+        t.final_log(r, [(0, "m")], hw=1)
+    out["s11_stale_hw"] = t
+
+    t = Trace(scenario(min_isr=1, unclean=True))  # S8: unclean election rewrites offsets
+    t.elect(0, [0, 1])
+    t.at(1).hw(0, 0, 1).ack("a0", 0).consume(0, "a0", hw=1)
+    t.at(2).isr([0, 1], [0])
+    t.at(3).hw(0, 1, 3).ack("a1", 1).ack("a2", 2).consume(1, "a1", hw=3).consume(2, "a2", hw=3)
+    t.at(4).elect(1, [1], epoch=2, election="unclean").hw(1, 1, 2).ack("n1", 1)
+    t.at(5).consume(1, "n1", hw=2).consume(1, "n1", hw=2, consumer="c1")
+    t.consume(1, "n1", hw=1, consumer="c2")  # served beyond its HW
+    t.at(30).converged(True)
+    t.final_log(0, [(0, "a0"), (1, "a1"), (2, "a2")], hw=3)  # never rejoined: diverged
+    t.final_log(1, [(0, "a0"), (1, "n1")], hw=2)
+    out["s8_unclean"] = t
+
+    t = Trace()  # retries without idempotence: duplicate + reordered sends; poll skip
+    t.elect(0, [0, 1, 2])
+    t.at(1).send("p0-0").send("p0-1").hw(0, 0, 3).ack("p0-1", 0).ack("p0-0", 2)
+    t.consume(0, "p0-1", hw=3).consume(2, "p0-0", hw=3)
+    t.at(30).converged(True)
+    for r in (0, 1, 2):
+        t.final_log(r, [(0, "p0-1"), (1, "p0-0"), (2, "p0-0")], hw=3)
+    out["retries"] = t
+
+    t = healthy(values=2)  # ISR flapping; time under min ISR; a rebalance
+    t.at(100).isr([0, 1, 2], [0, 1]).at(130).isr([0, 1], [0, 1, 2])
+    t.at(140).isr([0, 1, 2], [0]).at(150.25).isr([0], [0, 2])
+    t.at(300).isr([0, 2], [0, 1, 2])
+    t.at(301).rebalance().consume(0, "p0-0", hw=2)
+    t.at(302).elect(None, [], epoch=3)  # ... and ends without a leader
+    out["churn_offline"] = t
+
+    t = healthy()
+    t.converged(False)
+    out["not_converged"] = t
+    return out
