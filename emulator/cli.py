@@ -71,6 +71,21 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+#: Subcommands implemented in their own modules, each with ``main(argv) -> int``.
+DELEGATED: dict[str, tuple[str, str]] = {
+    "check": ("traces.checker", "check one trace fast: isrlab check TRACE [--json]"),
+    "analyze": ("spark_analysis.cli",
+                "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
+    "campaign": ("faults.campaign",
+                 "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR]"),
+    "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR]"),
+    "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
+    "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
+    "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),
+    "report": ("spark_analysis.report", "HTML report: isrlab report PATH -o report.html"),
+}
+
+
 def _scenarios(args: argparse.Namespace) -> int:
     for name, desc in catalog():
         print(f"{name:32} {desc}")
@@ -79,12 +94,10 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "check":
-        from traces.checker import main as check_main
-        return check_main(argv[1:])
-    if argv and argv[0] == "analyze":
-        from spark_analysis.cli import main as analyze_main
-        return analyze_main(argv[1:])
+    if argv and argv[0] in DELEGATED:
+        import importlib
+        module = importlib.import_module(DELEGATED[argv[0]][0])
+        return int(module.main(argv[1:]))
     parser = argparse.ArgumentParser(prog="isrlab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("run", help="run one scenario with one seed")
@@ -95,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--clock", choices=("virtual", "real"), default="virtual")
     p.set_defaults(fn=_run)
-    sub.add_parser("check", help="check one trace (isrlab check TRACE [--json])")
-    sub.add_parser("analyze", help="Spark analytics (isrlab analyze PATH... [--json])")
+    for name, (_module, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text)
     s = sub.add_parser("scenarios", help="list the scenario catalog")
     s.set_defaults(fn=_scenarios)
     try:

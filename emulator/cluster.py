@@ -90,7 +90,7 @@ class Cluster:
         self.node_names: list[str] = ["controller"] + [f"broker-{b}" for b in self.broker_ids]
         self._build_nodes()
         self.plan: list[dict[str, Any]] = list(sc["faults"]["plan"])
-        self.plan += generate(sc, self.rng.child("nemesis"))
+        self.plan += generate(sc, self.rng.child("nemesis"), swarm=sc["faults"]["swarm"])
         self.plan.sort(key=lambda f: float(f["at_s"]))
         self.phase = "workload"
 

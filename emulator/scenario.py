@@ -164,6 +164,7 @@ FAULTS: dict[str, Key] = {
     "interval_s": Key(NUM, 5.0, _pos),
     "fault_duration_s": Key(NUM, 4.0, _pos),
     "budget": Key(BOOL, True),
+    "swarm": Key(BOOL, False),
 }
 
 FAULT: dict[str, Key] = {
