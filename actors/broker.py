@@ -36,6 +36,7 @@ from actors.messages import (
     OffsetFetchResponse,
     PartitionState,
     Tick,
+    metadata_view_crc,
 )
 
 CONTROLLER: Address = ("controller", "controller")
@@ -57,7 +58,8 @@ class Broker(Machine):
         self.metadata: dict[tuple[str, int], tuple[int, int]] = {}
         self.clean_shutdown = disk.clean_shutdown
         self._registering = 0
-        self.metadata_offset = -1
+        self.partition_epochs: dict[tuple[str, int], int] = {}
+        self.broker_states: tuple[tuple[int, int, bool], ...] = ()
 
     def start(self) -> None:
         self._register()
@@ -68,21 +70,29 @@ class Broker(Machine):
                                                  self.clean_shutdown))
         self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
 
+    def _view_crc(self) -> int:
+        return metadata_view_crc(
+            [(t, p, leader, epoch, self.partition_epochs.get((t, p), -1))
+             for (t, p), (leader, epoch) in self.metadata.items()], self.broker_states)
+
     def handle(self, msg: Any, src: Address) -> None:
         t = type(msg)
         if t is PartitionState:
             if msg.controller_epoch < self.controller_epoch:
                 return   # a zombie controller (controller-epoch fencing)
             self.controller_epoch = msg.controller_epoch
-            self.metadata_offset = max(self.metadata_offset, msg.metadata_offset)
-            self.metadata[(msg.topic, msg.partition)] = (msg.leader, msg.leader_epoch)
+            key = (msg.topic, msg.partition)
+            if msg.partition_epoch < self.partition_epochs.get(key, -1):
+                return   # reordered: an older state of the same controller
+            self.partition_epochs[key] = msg.partition_epoch
+            self.metadata[key] = (msg.leader, msg.leader_epoch)
             if (msg.topic, msg.partition) in self.hosted:
                 self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
         elif t is BrokerStates:
             if msg.controller_epoch < self.controller_epoch:
                 return
             self.controller_epoch = msg.controller_epoch
-            self.metadata_offset = max(self.metadata_offset, msg.metadata_offset)
+            self.broker_states = msg.brokers
             for tp in sorted(self.hosted):
                 self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
         elif t is BrokerRegistrationResponse:
@@ -98,7 +108,7 @@ class Broker(Machine):
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
                     self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
-                                                              self.metadata_offset))
+                                                              self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
             elif msg.kind == "register_retry":
                 if msg.token == self._registering and self.broker_epoch < 0:

@@ -47,6 +47,7 @@ from actors.messages import (
     BrokerStates,
     PartitionState,
     Tick,
+    metadata_view_crc,
 )
 from actors.replica import InvariantViolation
 
@@ -83,7 +84,6 @@ class ControllerStore:
     controller_epoch: int = 0
     next_broker_epoch: int = 1
     bootstrapped: bool = False
-    metadata_offset: int = 0
 
     def crash(self, power_loss: bool) -> None:
         return None   # replicated metadata: nothing is lost
@@ -108,10 +108,9 @@ class Controller(Machine):
     def _state_msg(self, p: PartitionRecord) -> PartitionState:
         return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
                               p.leader, p.leader_epoch, p.isr, p.elr, p.partition_epoch,
-                              p.recovering, self.store.metadata_offset)
+                              p.recovering)
 
     def _broadcast(self, p: PartitionRecord) -> None:
-        self.store.metadata_offset += 1
         msg = self._state_msg(p)
         for b in self.all_brokers:
             if self._live(b) or b in p.replicas:
@@ -119,11 +118,9 @@ class Controller(Machine):
 
     def _broker_states(self) -> BrokerStates:
         return BrokerStates(self.store.controller_epoch, tuple(
-            (b, r.epoch, r.fenced) for b, r in sorted(self.store.brokers.items())),
-            self.store.metadata_offset)
+            (b, r.epoch, r.fenced) for b, r in sorted(self.store.brokers.items())))
 
     def _broadcast_broker_states(self) -> None:
-        self.store.metadata_offset += 1
         msg = self._broker_states()
         for b in self.all_brokers:
             if b in self.store.brokers:
@@ -154,7 +151,7 @@ class Controller(Machine):
             self.last_heartbeat[msg.broker] = self.now_ms
             if rec.fenced:
                 self._unfence(msg.broker)
-            elif msg.metadata_offset < self.store.metadata_offset:
+            elif msg.metadata_crc != self._view_crc():
                 self._catch_up(msg.broker)
         elif t is AlterPartition:
             self._on_alter_partition(msg, src)
@@ -178,15 +175,21 @@ class Controller(Machine):
             # a retried registration of the same incarnation: answer again
             self.send(src, BrokerRegistrationResponse(m.broker, old.epoch, st.controller_epoch))
             return
-        if old is not None and not old.fenced:
-            self._fence(m.broker, "re-registered")
+        if old is not None and old.incarnation == m.incarnation:
+            # the same process lost its session (fenced) and registers again: no restart,
+            # so no unclean shutdown to handle; it gets a new broker epoch
+            restarted = False
+        else:
+            restarted = True
+            if old is not None and not old.fenced:
+                self._fence(m.broker, "re-registered")
         epoch = st.next_broker_epoch
         st.next_broker_epoch += 1
         st.brokers[m.broker] = BrokerRecord(epoch, m.incarnation, fenced=False)
         self.last_heartbeat[m.broker] = self.now_ms
         self.emit("broker_registered", broker=m.broker, broker_epoch=epoch,
                   clean_shutdown=m.clean_shutdown)
-        if self.rules.unclean_shutdown_detection and not m.clean_shutdown:
+        if self.rules.unclean_shutdown_detection and restarted and not m.clean_shutdown:
             self._handle_unclean_shutdown(m.broker)
         self.send(src, BrokerRegistrationResponse(m.broker, epoch, st.controller_epoch))
         self._broadcast_broker_states()
@@ -203,6 +206,11 @@ class Controller(Machine):
                     self._try_elect(p, "broker_registered")
                 else:
                     self.send(src, self._state_msg(p))
+
+    def _view_crc(self) -> int:
+        parts = [(p.topic, p.partition, p.leader, p.leader_epoch, p.partition_epoch)
+                 for p in self.store.partitions.values()]
+        return metadata_view_crc(parts, self._broker_states().brokers)
 
     def _catch_up(self, broker: int) -> None:
         """A broker behind on the metadata log gets every partition state again (KRaft
@@ -317,6 +325,19 @@ class Controller(Machine):
                               partition_epoch=p.partition_epoch + 1)
                     self._new_leader(p, b, "elr")
                     return
+        if (self.rules.elr and not p.isr and not p.elr and len(p.last_known_elr) == 1
+                and self._live(p.last_known_elr[0])):
+            # KIP-966 last-known-leader: the one replica last known eligible (unclean)
+            b = p.last_known_elr[0]
+            old = p.isr
+            p.isr = (b,)
+            p.last_known_elr = ()
+            p.recovering = True
+            self.emit("isr_change", topic=p.topic, partition=p.partition, old=list(old),
+                      new=[b], reason="last_known_leader", leader_epoch=p.leader_epoch + 1,
+                      partition_epoch=p.partition_epoch + 1)
+            self._new_leader(p, b, "unclean")
+            return
         if p.unclean:
             for b in p.replicas:
                 if self._live(b):

@@ -10,6 +10,7 @@ Error codes are Kafka's error names as strings ("NONE" for success).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,16 @@ RETRIABLE = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEAD
                        REQUEST_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER})
 
 
+def metadata_view_crc(partitions: list[tuple[str, int, int, int, int]],
+                      brokers: tuple[tuple[int, int, bool], ...]) -> int:
+    """CRC-32 of a metadata view: sorted (topic, partition, leader, leader_epoch,
+    partition_epoch) and the broker states. A broker that missed a PartitionState (a lost
+    frame) heartbeats a different checksum and the controller sends it everything again,
+    as a KRaft broker catches up by fetching the metadata log."""
+    text = repr((sorted(partitions), tuple(sorted(brokers))))
+    return zlib.crc32(text.encode())
+
+
 # --- controller <-> brokers -------------------------------------------------------------
 @message(1)
 @dataclass(frozen=True, slots=True)
@@ -61,7 +72,7 @@ class BrokerRegistrationResponse:
 class BrokerHeartbeat:
     broker: int
     broker_epoch: int
-    metadata_offset: int     # the highest controller metadata offset the broker applied
+    metadata_crc: int        # checksum of the broker's metadata view (see metadata_view_crc)
 
 
 @message(4)
@@ -79,7 +90,6 @@ class PartitionState:
     elr: tuple[int, ...]
     partition_epoch: int
     recovering: bool         # KIP-704: elected uncleanly
-    metadata_offset: int     # position in the controller's metadata log
 
 
 @message(5)
@@ -89,7 +99,6 @@ class BrokerStates:
 
     controller_epoch: int
     brokers: tuple[tuple[int, int, bool], ...]   # (broker, broker_epoch, fenced)
-    metadata_offset: int
 
 
 @message(6)

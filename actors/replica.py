@@ -162,6 +162,7 @@ class Replica(Machine):
         self._outstanding = -1           # follower: correlation of the request in flight
         self._fetch_gen = 0              # bumps on every role change: stale timers ignored
         self._highest_epoch_seen = -1
+        self._alter_token = -1
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -305,8 +306,10 @@ class Replica(Machine):
                     old = self.isr
                     self.partition_epoch = ps.partition_epoch
                     self._commit_isr(ps.isr)
-                    if len(ps.isr) < len(old):
-                        self._maybe_increment_leader_hw("isr_shrink")
+                    # handleAlterPartitionUpdate: try the HW after every committed change
+                    # (an expand can lift the ISR back to min ISR on an idle partition)
+                    self._maybe_increment_leader_hw(
+                        "isr_shrink" if len(ps.isr) < len(old) else "isr_change")
         elif ps.leader >= 0 and self.broker_id in ps.replicas:
             if new_epoch or self.role != "follower" or self.leader != ps.leader:
                 self._make_follower(ps)
@@ -412,6 +415,10 @@ class Replica(Machine):
         self.send(CONTROLLER, AlterPartition(
             self.topic, self.partition, self.broker_id, self.leader_epoch, own_epoch,
             members, self.partition_epoch))
+        # AlterPartitionManager retries a request the controller never answered
+        self._alter_token = self._next_token()
+        self.timer(self.cfg.replica_socket_timeout_ms,
+                   Tick("alter_partition_timeout", self._alter_token, self._fetch_gen))
 
     def _on_alter_partition_response(self, r: AlterPartitionResponse) -> None:
         if self.role != "leader" or self.pending_isr is None:
@@ -493,8 +500,6 @@ class Replica(Machine):
         base = self.leo
         self._append(tuple((base + i, r[1], self.leader_epoch, self.now_ms, r[4], r[5], r[6])
                            for i, r in enumerate(req.records)))
-        if pid >= 0:
-            self.producers[pid] = (req.records[-1][5], self.leo - 1)
         if req.acks == -1:
             d = DelayedProduce(src, req, self.leo, base, self._next_token())
             self.delayed.append(d)
@@ -757,7 +762,10 @@ class Replica(Machine):
         cfg = self.cfg
         now = self.now_ms
         old = log.log_end_offset
+        producers = self.producers
         for rec in recs:
+            if rec[4] >= 0:
+                producers[rec[4]] = (rec[5], rec[0])   # idempotent producer state
             if log.append(rec, cfg.segment_bytes, cfg.segment_ms, now):
                 self.emit("segment_roll", **self._tp(), base_offset=rec[0])
                 log.flush(now, upto=rec[0])   # Kafka flushes the rolled segment
@@ -852,6 +860,12 @@ class Replica(Machine):
                 out = self._out_of_sync()
                 if out:
                     self._propose_isr(tuple(b for b in self.isr if b not in out), "shrink")
+        elif k == "alter_partition_timeout":
+            if (t.token == self._alter_token and t.arg == self._fetch_gen
+                    and self.role == "leader" and self.pending_isr is not None):
+                proposed = self.pending_isr
+                kind = "shrink" if len(proposed) < len(self.isr) else "expand"
+                self._propose_isr(proposed, kind)
         elif k == "produce_timeout":
             for i, d in enumerate(self.delayed):
                 if d.token == t.token:

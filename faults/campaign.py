@@ -1,0 +1,740 @@
+"""Fault campaigns: one scenario, a range of seeds, every core; one result row per seed.
+
+``isrlab campaign SCENARIO --seeds A:B`` runs seeds ``A..B`` (both included) of one resolved
+scenario, checks each trace with the in-process checker (``traces.checker``) and appends one
+JSON row per seed to ``DIR/results.jsonl``. It is the FoundationDB / TigerBeetle VOPR loop
+("run many seeds, keep the failing ones, print the line that reproduces each") with Jepsen's
+nemeses as the fault source, sized for one machine (DESIGN §6); past one machine the same
+command takes ``--spark MASTER`` and the seeds become Spark tasks.
+
+Design
+------
+* **One seed, one task.** The driver resolves the scenario once (bad input stops here, exit
+  2) and sends ``(Job, seed)`` to a worker; the worker runs the emulator to a plain trace in
+  ``DIR/tmp``, checks it, gzips it into ``DIR/traces`` when it is kept, and returns the row.
+  Rows are small; traces never cross the process boundary.
+* **Processes, not forks of a live process.** Workers come from a ``forkserver`` (``spawn``
+  where there is none) so no Trio run state, open file or lock of the driver is inherited; the
+  forkserver preloads the emulator so a new worker costs a fork, not an interpreter start.
+  Workers ignore SIGINT: stopping is the driver's decision (below).
+* **Bounded.** At most ``2 × jobs`` seeds are in flight; a range of a million seeds costs no
+  more driver memory than ten.
+* **Rows are the campaign's state.** Each finished seed is appended to ``results.jsonl`` and
+  flushed at once, so the file is valid JSON lines up to the last finished seed whatever
+  happens next. Rows arrive in *completion* order, not seed order (seed 7 may finish before
+  seed 6); readers key rows by ``seed``. Re-running the same command resumes: seeds with a row
+  are skipped, and a torn last line (a driver killed mid-write) is ignored and cut off.
+  ``campaign.json`` records the scenario's digest so a resume with other ``--set`` values is
+  refused instead of mixing two campaigns; by default ``DIR`` is named after that digest.
+* **Ctrl-C** (SIGINT) sets a flag; the driver cancels the seeds not yet started, kills the
+  workers (their unfinished seeds have no row and run again on resume), shuts the pool down,
+  prints the summary of what finished and exits 130. A second Ctrl-C stops at once.
+* **Verdicts.** A row is ``fail`` when the checker found an anomaly the scenario forbids
+  (``[expect] forbid``) or the run itself errored (an actor raised). A bug-reproduction
+  scenario (``[expect] anomalies``) does not make a seed fail by *not* reproducing; the
+  summary counts the seeds that did. Traces are kept (gzip) for failing and reproducing seeds,
+  or all seeds with ``--keep-all``. Exit 1 when any seed of the range failed (rows from an
+  earlier, resumed invocation included, so the exit code does not depend on resumption) or
+  the determinism check failed; 0 otherwise; 2 bad input; 130 interrupted.
+* **Determinism, continuously** (FoundationDB, madsim): ``--check-determinism F`` re-runs
+  every ``round(1/F)``-th seed this invocation ran in a *fresh* ``spawn``-ed process (new
+  interpreter, new ``str`` hash seed) and compares trace digests.
+* **Spark.** ``--spark [MASTER]`` maps the seeds over ``sparkContext.parallelize`` in waves
+  (one task per seed, a wave of ``2 × defaultParallelism`` seeds) and the driver writes the
+  rows between waves, in the same format. ``DIR`` must then be on storage the executors
+  share (it is, trivially, for ``local[*]``).
+
+Left out: retrying a seed whose worker died (the pool is broken then: the campaign stops
+with exit 1 and resumes from its rows), and a ``--json`` summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import contextlib
+import fcntl
+import functools
+import gzip
+import hashlib
+import json
+import multiprocessing
+import os
+import shlex
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, Final, TextIO
+
+from emulator.scenario import ScenarioError, load
+
+__all__ = [
+    "CampaignConfig",
+    "CampaignError",
+    "Job",
+    "digest_seed",
+    "main",
+    "parse_seeds",
+    "read_results",
+    "run_campaign",
+    "run_seed",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAIL: Final = 1
+EXIT_BAD_INPUT: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+RESULTS: Final = "results.jsonl"
+MANIFEST: Final = "campaign.json"
+TRACES: Final = "traces"
+WORK: Final = "tmp"
+#: Progress cadence when stderr is not a terminal.
+PROGRESS_EVERY_S: Final = 5.0
+#: How often the driver wakes up to refresh progress and look at the Ctrl-C flag.
+POLL_S: Final = 0.25
+#: Failing seeds listed with their reproduce command in the summary.
+SHOW_FAILURES: Final = 5
+
+
+class CampaignError(Exception):
+    """Bad input: a one-line message naming what is wrong (exit 2)."""
+
+
+# --------------------------------------------------------------------------- the worker side
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every seed of one campaign shares; pickled to the worker with each seed."""
+
+    sc: dict[str, Any]
+    out_dir: str
+    keep_all: bool = False
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the driver (a terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _header(path: Path) -> dict[str, Any]:
+    from traces.reader import iter_events
+
+    with iter_events(path, verify=False) as events:
+        return next(events)
+
+
+def _gzip_into(src: Path, dst: Path) -> None:
+    part = dst.with_name(dst.name + ".part")
+    with src.open("rb") as fin, gzip.GzipFile(part, "wb", compresslevel=6, mtime=0) as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    os.replace(part, dst)
+
+
+def run_seed(job: Job, seed: int) -> dict[str, Any]:
+    """Run and check one seed; return its result row (never raises for a bad run)."""
+    from emulator.cluster import run
+    from traces.checker import check_file
+    from traces.schema import ANOMALIES
+
+    out = Path(job.out_dir)
+    tmp = out / WORK / f"seed-{seed}.jsonl"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"seed": seed}
+    try:
+        res = run(job.sc, seed, str(tmp))
+        check = check_file(tmp)
+        plan = _header(tmp).get("fault_plan") or []
+    except Exception as exc:  # noqa: BLE001  # a broken seed is a row, not a dead campaign
+        tmp.unlink(missing_ok=True)
+        row.update(digest=None, verdict="fail", expect_met=False, status="error",
+                   anomalies={a: 0 for a in ANOMALIES}, forbidden_found=[],
+                   missing_expected=[], events=0, sim_seconds=0.0,
+                   wall_seconds=round(time.perf_counter() - t0, 3), trace=None, faults=0,
+                   fault_kinds=[], error=f"{type(exc).__name__}: {exc}")
+        return row
+    failed = bool(check.forbidden_found) or res.status == "error"
+    reproduced = bool(job.sc["expect"]["anomalies"]) and not check.missing_expected
+    trace: str | None = None
+    if job.keep_all or failed or reproduced:
+        final = out / TRACES / f"seed-{seed}.jsonl.gz"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _gzip_into(tmp, final)
+        trace = str(final)
+    tmp.unlink(missing_ok=True)
+    row.update(
+        digest=res.digest, verdict="fail" if failed else "ok", expect_met=check.expect_met,
+        status=res.status, anomalies=dict(check.anomalies),
+        forbidden_found=list(check.forbidden_found),
+        missing_expected=list(check.missing_expected), events=res.events,
+        sim_seconds=round(res.sim_seconds, 3),
+        wall_seconds=round(time.perf_counter() - t0, 3), trace=trace, faults=len(plan),
+        fault_kinds=sorted({str(f.get("fault")) for f in plan}))
+    if res.error:
+        row["error"] = res.error
+    return row
+
+
+def digest_seed(job: Job, seed: int) -> tuple[int, str]:
+    """Run one seed only for its trace digest (the determinism re-run)."""
+    from emulator.cluster import run
+
+    tmp = Path(job.out_dir) / WORK / f"seed-{seed}.rerun-{os.getpid()}.jsonl"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return seed, run(job.sc, seed, str(tmp)).digest
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- results file
+
+
+def parse_seeds(text: str) -> range:
+    """``A:B`` (both included) or ``N``; raises CampaignError."""
+    a, sep, b = text.partition(":")
+    try:
+        lo, hi = int(a), int(b if sep else a)
+    except ValueError:
+        raise CampaignError(f"--seeds: expected A:B (two integers), got {text!r}") from None
+    if lo < 0:
+        raise CampaignError(f"--seeds: seeds must be >= 0, got {text!r}")
+    if hi < lo:
+        raise CampaignError(f"--seeds: {text!r} is empty: A must not exceed B")
+    return range(lo, hi + 1)
+
+
+def read_results(path: Path) -> tuple[dict[int, dict[str, Any]], int]:
+    """Rows of ``results.jsonl`` by seed (the last row of a seed wins) and the byte length
+    of its valid prefix: everything up to the last newline. A torn last line is ignored."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, 0
+    end = data.rfind(b"\n") + 1
+    rows: dict[int, dict[str, Any]] = {}
+    for line in data[:end].splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("seed"), int):
+            rows[row["seed"]] = row
+    return rows, end
+
+
+class _Results:
+    """``results.jsonl`` opened for appending, its torn tail (if any) cut off first."""
+
+    def __init__(self, path: Path, valid: int) -> None:
+        with path.open("ab") as fh:
+            if fh.tell() > valid:
+                fh.truncate(valid)
+        self._fh: IO[str] = path.open("a", encoding="utf-8")
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class _Progress:
+    """One status line on stderr: ``\\r``-rewritten on a terminal, every few s otherwise."""
+
+    def __init__(self, stream: TextIO, total: int, name: str, *, quiet: bool = False) -> None:
+        self.stream = stream
+        self.total = total
+        self.name = name
+        self.quiet = quiet
+        self.tty = stream.isatty()
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.done = 0
+        self.failing = 0
+        self.kinds: Counter[str] = Counter()
+        self._width = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        if row.get("verdict") == "fail":
+            self.failing += 1
+            for name in row.get("forbidden_found") or ["run_error"]:
+                self.kinds[name] += 1
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.t0, 1e-9)
+        rate = self.done / elapsed
+        left = self.total - self.done
+        eta = f"{left / rate:.0f} s" if rate > 0 else "?"
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
+        return (f"campaign {self.name}: {self.done}/{self.total} seeds, {rate:.2f} seeds/s, "
+                f"ETA {eta}, {self.failing} failing" + (f" ({kinds})" if kinds else ""))
+
+    def tick(self, *, force: bool = False) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if self.tty:
+            if force or now - self.last >= 0.2:
+                text = self.line()
+                pad = max(0, self._width - len(text))
+                self.stream.write("\r" + text + " " * pad)
+                self.stream.flush()
+                self._width = len(text)
+                self.last = now
+        elif force or now - self.last >= PROGRESS_EVERY_S:
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+            self.last = now
+
+    def finish(self) -> None:
+        if self.quiet:
+            return
+        self.tick(force=True)
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+class _Interrupt:
+    """The first SIGINT only sets ``hit`` (the driver stops between rows); a second raises."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._old: Any = None
+        self._installed = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+        self.hit = True
+
+    def __enter__(self) -> _Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._old)
+
+
+# --------------------------------------------------------------------------- pools
+
+
+def _context(method: str) -> multiprocessing.context.BaseContext:
+    if method == "forkserver" and "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["emulator.cluster", "traces.checker", "faults.campaign"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _pool(jobs: int, method: str = "forkserver") -> cf.ProcessPoolExecutor:
+    return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_context(method),
+                                  initializer=_worker_init)
+
+
+def _kill_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop the workers now (their seeds have no row yet and run again on resume)."""
+    procs: dict[int, Any] = getattr(pool, "_processes", None) or {}  # private; best effort
+    for proc in list(procs.values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
+
+
+class _BrokenPool(Exception):
+    pass
+
+
+def _drive_pool(pool: cf.ProcessPoolExecutor, fn: Callable[[int], Any], seeds: Sequence[int],
+                window: int, on_result: Callable[[Any], None], stop: _Interrupt,
+                tick: Callable[[], None]) -> bool:
+    """Run ``fn`` over ``seeds`` with at most ``window`` in flight; feed each result to
+    ``on_result`` as it finishes. Returns False when stopped by Ctrl-C."""
+    todo = iter(seeds)
+    inflight: dict[cf.Future[Any], int] = {}
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and not stop.hit and len(inflight) < window:
+                seed = next(todo, None)
+                if seed is None:
+                    exhausted = True
+                    break
+                inflight[pool.submit(fn, seed)] = seed
+            if stop.hit or not inflight:
+                break
+            done, _ = cf.wait(inflight, timeout=POLL_S, return_when=cf.FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: inflight[f]):
+                inflight.pop(fut)
+                try:
+                    result = fut.result()
+                except cf.process.BrokenProcessPool as exc:
+                    raise _BrokenPool(str(exc)) from exc
+                on_result(result)
+            tick()
+    finally:
+        if stop.hit or inflight:
+            for fut in inflight:
+                fut.cancel()
+            _kill_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+    return not stop.hit
+
+
+def _drive_spark(master: str, job: Job, seeds: Sequence[int],
+                 on_result: Callable[[Any], None], stop: _Interrupt,
+                 tick: Callable[[], None]) -> bool:
+    """The same loop as Spark tasks: waves of ``parallelize(seeds).map(run_seed)``."""
+    if master.startswith("local"):
+        # local workers must run this interpreter (the venv), not whatever python3 is on PATH
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from spark_analysis.session import build_session
+
+    spark = build_session(master, app_name="isrlab-campaign")
+    try:
+        ctx = spark.sparkContext
+        wave = max(2 * int(ctx.defaultParallelism), 1)
+        task = functools.partial(run_seed, job)
+        for i in range(0, len(seeds), wave):
+            if stop.hit:
+                return False
+            chunk = list(seeds[i:i + wave])
+            for row in ctx.parallelize(chunk, len(chunk)).map(task).collect():
+                on_result(row)
+            tick()
+        return not stop.hit
+    finally:
+        spark.stop()
+
+
+# --------------------------------------------------------------------------- the campaign
+
+
+@dataclass
+class CampaignConfig:
+    scenario: str
+    seeds: range
+    overrides: list[str] = field(default_factory=list)
+    jobs: int = 0  #: 0: every core
+    out: str | None = None
+    keep_all: bool = False
+    check_determinism: float = 0.0
+    spark: str | None = None
+    quiet: bool = False  #: no progress line (benchmarks)
+
+
+@dataclass
+class CampaignOutcome:
+    code: int
+    out_dir: Path
+    rows: dict[int, dict[str, Any]]  #: every row of the range, resumed ones included
+    ran: int  #: seeds run by this invocation
+    wall_seconds: float
+    interrupted: bool = False
+    determinism_mismatches: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _scenario_digest(sc: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(sc, sort_keys=True).encode()).hexdigest()
+
+
+def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
+    digest = _scenario_digest(sc)
+    out = Path(cfg.out or f"out/campaigns/{sc['name']}-{digest[:10]}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / WORK).mkdir(exist_ok=True)
+        probe = out / WORK / ".probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise CampaignError(f"{out}: --out: cannot create or write: "
+                            f"{exc.strerror or exc}") from None
+    manifest = out / MANIFEST
+    if manifest.exists():
+        try:
+            known = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        if known.get("scenario_sha256") not in (None, digest):
+            raise CampaignError(
+                f"{out}: --out: holds a campaign of another scenario or other --set values "
+                f"({known.get('scenario')} {' '.join(known.get('overrides', []))}); "
+                "resume with the same arguments or choose another --out")
+    else:
+        manifest.write_text(json.dumps({
+            "scenario": cfg.scenario, "name": sc["name"], "overrides": cfg.overrides,
+            "scenario_sha256": digest}, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def _lock(out: Path) -> IO[bytes]:
+    fh = (out / ".lock").open("ab")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise CampaignError(f"{out}: --out: another campaign is running in this directory"
+                            ) from None
+    return fh
+
+
+def reproduce_command(scenario: str, seed: int, overrides: Sequence[str]) -> str:
+    return shlex.join(["isrlab", "run", scenario, "--seed", str(seed),
+                       *[x for o in overrides for x in ("--set", o)]])
+
+
+def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None) -> CampaignOutcome:
+    """Run (or resume) a campaign. Raises CampaignError on bad input."""
+    out_stream = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        sc = load(cfg.scenario, cfg.overrides)
+    except ScenarioError as exc:
+        raise CampaignError(str(exc)) from None
+    jobs = cfg.jobs or _cores()
+    out = _prepare_dir(cfg, sc)
+    lock = _lock(out)
+    try:
+        _clean(out / WORK)  # traces of seeds a killed campaign left behind
+        results_path = out / RESULTS
+        previous, valid = read_results(results_path)
+        todo = [s for s in cfg.seeds if s not in previous]
+        job = Job(sc, str(out), cfg.keep_all)
+        rows = {s: previous[s] for s in cfg.seeds if s in previous}
+        progress = _Progress(err, len(todo), sc["name"], quiet=cfg.quiet)
+        results = _Results(results_path, valid)
+        new: list[int] = []
+
+        def on_row(row: dict[str, Any]) -> None:
+            results.append(row)
+            rows[row["seed"]] = row
+            new.append(row["seed"])
+            progress.add(row)
+            progress.tick()
+
+        t0 = time.perf_counter()
+        if len(rows) and not cfg.quiet:
+            err.write(f"campaign {sc['name']}: resuming in {out}: {len(rows)} of "
+                      f"{len(cfg.seeds)} seeds already done\n")
+        mismatches: list[tuple[int, str, str]] = []
+        with _Interrupt() as stop:
+            try:
+                if not todo:
+                    finished = True
+                elif cfg.spark is not None:
+                    finished = _drive_spark(cfg.spark, job, todo, on_row, stop, progress.tick)
+                else:
+                    finished = _drive_pool(_pool(min(jobs, len(todo))),
+                                           functools.partial(run_seed, job), todo,
+                                           2 * jobs, on_row, stop, progress.tick)
+            except _BrokenPool as exc:
+                results.close()
+                progress.finish()
+                err.write(f"isrlab campaign: a worker process died ({exc}); the rows so far "
+                          f"are in {results_path}; re-run the command to resume\n")
+                return CampaignOutcome(EXIT_FAIL, out, rows, len(new),
+                                       time.perf_counter() - t0)
+            finally:
+                results.close()
+                _clean(out / WORK)
+            progress.finish()
+            wall = time.perf_counter() - t0
+            if finished and cfg.check_determinism > 0:
+                finished, mismatches = _check_determinism(cfg, job, rows, new, jobs, stop, err)
+        outcome = CampaignOutcome(EXIT_OK, out, rows, len(new), wall, not finished,
+                                  mismatches)
+        _summary(cfg, sc, outcome, jobs, out_stream)
+        if outcome.interrupted:
+            outcome.code = EXIT_INTERRUPTED
+        elif mismatches or any(_failed(r) for r in rows.values()):
+            outcome.code = EXIT_FAIL
+        return outcome
+    finally:
+        lock.close()
+
+
+def _clean(work: Path) -> None:
+    for stale in work.glob("*"):
+        stale.unlink(missing_ok=True)
+
+
+def _failed(row: dict[str, Any]) -> bool:
+    return row.get("verdict") == "fail"
+
+
+def _check_determinism(cfg: CampaignConfig, job: Job, rows: dict[int, dict[str, Any]],
+                       new: list[int], jobs: int, stop: _Interrupt, err: TextIO
+                       ) -> tuple[bool, list[tuple[int, str, str]]]:
+    """Re-run every k-th seed of this invocation in fresh (spawned) processes."""
+    k = max(1, round(1 / cfg.check_determinism))
+    ran = sorted(s for s in new if rows[s].get("digest"))
+    chosen = [s for s in ran if (s - cfg.seeds.start) % k == 0] or ran[:1]
+    if not chosen:
+        err.write("determinism: no seed was run by this invocation; nothing to compare\n")
+        return True, []
+    mismatches: list[tuple[int, str, str]] = []
+
+    def on_digest(pair: tuple[int, str]) -> None:
+        seed, digest = pair
+        if digest != rows[seed]["digest"]:
+            mismatches.append((seed, rows[seed]["digest"], digest))
+
+    pool = _pool(min(jobs, len(chosen)), "spawn")
+    finished = _drive_pool(pool, functools.partial(digest_seed, job), chosen, 2 * jobs,
+                           on_digest, stop, lambda: None)
+    if not finished:
+        return False, mismatches
+    if mismatches:
+        for seed, first, again in sorted(mismatches):
+            err.write(f"determinism: FAILED: seed {seed} gave digest {first[:16]}… first and "
+                      f"{again[:16]}… in a fresh process: the run is not a function of "
+                      f"(scenario, seed, code version); reproduce with: "
+                      f"{reproduce_command(cfg.scenario, seed, cfg.overrides)} (twice)\n")
+    else:
+        err.write(f"determinism: re-ran {len(chosen)} of {len(ran)} seeds (1 in {k}) in "
+                  "fresh processes: every digest equal\n")
+    return True, mismatches
+
+
+def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: int,
+             out: TextIO) -> None:
+    rows = o.rows
+    total = len(cfg.seeds)
+    rate = o.ran / o.wall_seconds if o.wall_seconds > 0 else 0.0
+    head = (f"campaign {sc['name']} seeds {cfg.seeds.start}:{cfg.seeds.stop - 1}: "
+            f"{len(rows)}/{total} done")
+    if o.interrupted:
+        head += " (interrupted: re-run the same command to resume)"
+    out.write(head + f"; this run {o.ran} seeds in {o.wall_seconds:.1f} s "
+              f"({rate:.2f} seeds/s, {'spark ' + cfg.spark if cfg.spark else f'{jobs} jobs'})\n")
+    failing = sorted(s for s, r in rows.items() if _failed(r))
+    by_kind: dict[str, list[int]] = {}
+    for s in failing:
+        for name in rows[s].get("forbidden_found") or ["run_error"]:
+            by_kind.setdefault(name, []).append(s)
+    if failing:
+        out.write(f"FAILING: {len(failing)} seeds\n")
+        for name, seeds in sorted(by_kind.items()):
+            out.write(f"  {name:<24} {len(seeds):>6} seeds  (first: "
+                      f"{', '.join(map(str, seeds[:5]))})\n")
+    else:
+        out.write("no forbidden anomaly\n")
+    expected = list(sc["expect"]["anomalies"])
+    if expected:
+        hits = sorted(s for s, r in rows.items() if r.get("digest")
+                      and not r.get("missing_expected"))
+        out.write(f"expected anomalies ({', '.join(expected)}) reproduced by {len(hits)} seeds"
+                  + (f" (first: {', '.join(map(str, hits[:5]))})" if hits else "") + "\n")
+    for s in failing[:SHOW_FAILURES]:
+        r = rows[s]
+        found = ", ".join(f"{k}={v}" for k, v in sorted((r.get("anomalies") or {}).items())
+                          if v and k in (r.get("forbidden_found") or []))
+        out.write(f"seed {s}: {found or r.get('error') or r.get('status')}"
+                  + (f"  trace {r['trace']}" if r.get("trace") else "") + "\n")
+        out.write(f"  {reproduce_command(cfg.scenario, s, cfg.overrides)}\n")
+    if o.determinism_mismatches:
+        out.write(f"DETERMINISM FAILED for seeds "
+                  f"{', '.join(str(m[0]) for m in sorted(o.determinism_mismatches))}\n")
+    out.write(f"results {o.out_dir / RESULTS} (one row per seed, in completion order)\n")
+    out.flush()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2."""
+
+    def error(self, message: str) -> Any:  # argparse's signature returns NoReturn
+        raise CampaignError(message)
+
+
+def _fraction(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction, got {text!r}") from None
+    if not 0 < f <= 1:
+        raise argparse.ArgumentTypeError(f"must be within (0, 1], got {text}")
+    return f
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="isrlab campaign",
+                description="Run one scenario over a range of seeds on every core.")
+    p.add_argument("scenario", help="a TOML file or the name of a catalog entry")
+    p.add_argument("--seeds", required=True, help="A:B, both included")
+    p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    p.add_argument("--out", help="campaign directory (default: out/campaigns/NAME-DIGEST)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="scenario override, as for isrlab run")
+    p.add_argument("--keep-all", action="store_true", help="keep every trace, not only failing")
+    p.add_argument("--check-determinism", type=_fraction, default=0.0, metavar="F",
+                   help="re-run a fraction F of the seeds in fresh processes, compare digests")
+    p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+                   help="run the seeds as Spark tasks (default master: local[*])")
+    p.add_argument("--swarm", action="store_true",
+                   help="swarm testing: each seed uses its own subset of the nemesis kinds")
+    return p
+
+
+def config_from_args(argv: Sequence[str]) -> CampaignConfig:
+    args = _parser().parse_args(list(argv))
+    if args.jobs < 0:
+        raise CampaignError(f"--jobs: must be >= 1, got {args.jobs}")
+    overrides = list(args.set)
+    if args.swarm:
+        overrides.append("faults.swarm=true")
+    return CampaignConfig(scenario=args.scenario, seeds=parse_seeds(args.seeds),
+                          overrides=overrides, jobs=args.jobs, out=args.out,
+                          keep_all=args.keep_all, check_determinism=args.check_determinism,
+                          spark=args.spark)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``isrlab campaign``: 0 no forbidden anomaly, 1 some (or nondeterminism), 2 bad input,
+    130 interrupted."""
+    try:
+        cfg = config_from_args(argv)
+        return run_campaign(cfg).code
+    except CampaignError as exc:
+        print(f"isrlab campaign: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # a second Ctrl-C
+        print("isrlab campaign: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def iter_rows(out_dir: str | Path) -> Iterator[dict[str, Any]]:
+    """The rows of a campaign directory (any order; keyed by ``seed``)."""
+    rows, _ = read_results(Path(out_dir) / RESULTS)
+    yield from rows.values()
