@@ -181,7 +181,14 @@ EXPECT: dict[str, Key] = {
     "forbid": Key((list,), None),
 }
 
-SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect")
+SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect",
+            "catalog")
+
+CATALOG: dict[str, Key] = {
+    "reference": Key(STR, ""),          # KAFKA_REFERENCE section 2 id, e.g. "S1"
+    "fixed": Key((list,), []),          # --set overrides under which the bug is gone
+    "random": Key((list,), []),         # --set overrides for its random-fault mode
+}
 
 
 class _Source:
@@ -332,6 +339,7 @@ def resolve(raw: dict[str, Any], file: str, text: str = "") -> dict[str, Any]:
             if a not in ANOMALIES:
                 raise src.error(f"expect.{key}", f"unknown anomaly {a!r}")
     sc["expect"] = expect
+    sc["catalog"] = _check_table(src, "catalog", raw.get("catalog", {}), CATALOG)
     return sc
 
 
