@@ -165,7 +165,8 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "_line", schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
     )
     body = F.regexp_replace("_line", _CRC_TAIL, "}")
-    crc_ok = F.crc32(body.cast("binary")) == F.regexp_extract("_line", _CRC_TAIL, 1).try_cast("long")
+    line_crc = F.regexp_extract("_line", _CRC_TAIL, 1).try_cast("long")
+    crc_ok = F.crc32(body.cast("binary")) == line_crc
     return raw.select("trace", "_block", "_rid", "_line", parsed.alias("j"),
                       F.coalesce(crc_ok, F.lit(False)).alias("_crc_ok"))
 
@@ -185,7 +186,11 @@ def load_traces(
     files = expand_paths(paths)
     cached = _cache_path(cache_dir, files)
     lines = read_lines(spark, files)
-    flagged = lines.withColumn("_problem", _problem(F.col("j"), F.col("_crc_ok")))
+    problem = _problem(F.col("j"), F.col("_crc_ok"))
+    # One parse serves both the bad-line report and the events: keep the parsed rows (the
+    # raw text only of bad lines).
+    flagged = lines.select("trace", "_block", "_rid", "j", problem.alias("_problem"),
+                           F.when(problem.isNotNull(), F.col("_line")).alias("_line")).persist()
     bad = _bad_lines(lines, flagged)
     if cached is not None and cached.exists():
         events = spark.read.parquet(str(cached))

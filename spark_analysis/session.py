@@ -11,9 +11,11 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
   this machine: the cluster's defaults and spark-submit flags decide.
 
 A master hard-coded in code beats spark-submit's ``--master``, so code never sets one unless
-the user asked. ``conf`` adds or overrides settings (the test fixture passes the C1-JIT JVM
-options and a single shuffle partition). The analysis code uses DataFrames only — no RDDs, no
-``sparkContext`` outside the guarded ``setLogLevel`` — so it runs unchanged under Connect.
+the user asked. With no master given, an already active session (a notebook, the test
+fixture) is returned as it is. ``conf`` adds or overrides settings (the test fixture passes
+the C1-JIT JVM options and a single shuffle partition). The analysis code uses DataFrames
+only — no RDDs, no ``sparkContext`` outside the guarded ``setLogLevel`` — so it runs unchanged
+under Connect.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ def build_session(
 ) -> SparkSession:
     """A SparkSession for ``master`` (see the module doc for what each form means)."""
     extra = dict(conf or {})
+    active = SparkSession.getActiveSession()
+    if master is None and active is not None:
+        return active  # e.g. a notebook or the test fixture: never reconfigure it
     builder = SparkSession.builder.appName(app_name)
     if master is not None and master.startswith("sc://"):
         builder = builder.remote(master)
