@@ -6,13 +6,14 @@ Design (STACK_NOTES "Driving virtual time", DESIGN section 3):
   and entries are only pushed from this scheduler's own loop in a canonical order, so the
   key is a pure function of the run — never of Trio's run queue.
 * The loop takes every delivery due at the earliest instant ``t`` (up to the first control
-  entry), puts each frame into its actor's inbox (a Trio memory channel), and waits until
-  every actor has handled its frame (a pending counter and a ``trio.Event``). Actors hand
-  back their effects tagged with the index of the delivery that caused them; the scheduler
-  then *commits* those effects in delivery order: trace events are written, frames go to
-  the network (which draws delays from its seeded RNG), timers are pushed. Only then does
-  time jump to the next entry — no sleeping, no ``MockClock`` autojump (2.3x cheaper per
-  message, measured).
+  entry) and puts each frame into its actor's inbox (a Trio memory channel). Actors hand
+  back their effects tagged with the index of the delivery that caused them; the actor
+  that finishes the batch last (a pending counter) passes the baton: it calls
+  :meth:`Scheduler._advance`, which *commits* the effects in delivery order — trace events
+  are written, frames go to the network (which draws delays from its seeded RNG), timers
+  are pushed — and only then jumps time to the next entry and delivers it. No sleeping,
+  no ``MockClock`` autojump, and no wake-up of a separate scheduler task per instant: one
+  Trio scheduling round per instant.
 * Control entries (faults, phase changes, the end of the run) run alone between batches.
 * A node is a Trio nursery under its own cancel scope. Crash = cancel the scope (volatile
   state — the machines — is gone) and tell the node's durable storage what kind of crash it
@@ -84,7 +85,11 @@ class Scheduler:
         self._heap: list[tuple[Any, ...]] = []
         self._seq = 0
         self._pending = 0
-        self._idle = trio.Event()
+        self._done = trio.Event()
+        self._wakeup = trio.Event()
+        self._t0 = 0.0
+        self._sleep_to = 0
+        self._paced = 0
         self._results: list[tuple[Machine, list[Outbound]] | None] = []
         self._nursery: trio.Nursery | None = None
         self._stop = False
@@ -186,7 +191,7 @@ class Scheduler:
             self._results[cause] = (m, self._encode(codec, m.drain()))
             self._pending -= 1
             if self._pending == 0:
-                self._idle.set()
+                self._advance()
 
     @staticmethod
     def _encode(codec: Codec, effects: list[Any]) -> list[Outbound]:
@@ -221,21 +226,48 @@ class Scheduler:
     # -- the loop --------------------------------------------------------------------------
     async def run(self, boot: Callable[[], None]) -> None:
         """Start every node via ``boot`` and run until :meth:`stop` or an empty heap."""
+        self._done = trio.Event()
+        self._wakeup = trio.Event()
+        self._t0 = trio.current_time()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             boot()
-            await self._loop()
+            self._advance()
+            while not self._done.is_set():
+                await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                if self._done.is_set():
+                    break
+                await trio.sleep_until(self._t0 + self._sleep_to / 1e6 / self.speed)
+                self._paced = self._sleep_to
+                self._advance()
             nursery.cancel_scope.cancel()
 
-    async def _loop(self) -> None:
+    def _advance(self) -> None:
+        """Commit the finished batch, then run the loop up to the next batch of deliveries.
+
+        Called synchronously by whichever actor finishes a batch last (baton passing), so
+        one Trio scheduling round serves one instant: the scheduler never waits on an
+        event of its own in virtual time. In real-clock mode it hands over to the run()
+        task to sleep when the next instant is still in the future.
+        """
+        for result in self._results:
+            if result is not None:
+                self._commit(result[0], result[1])
+        self._results = []
         heap = self._heap
         nodes = self.nodes
         network = self.network
-        t0 = trio.current_time()
-        while heap and not self._stop:
+        while True:
+            if not heap or self._stop:
+                self._done.set()
+                self._wakeup.set()
+                return
             t = heap[0][0]
-            if self.clock == "real":
-                await trio.sleep_until(t0 + t / 1e6 / self.speed)
+            if self.clock == "real" and t > self._paced:
+                self._sleep_to = t
+                self._wakeup.set()
+                return
             self.now = t
             if heap[0][2] == CONTROL:
                 heapq.heappop(heap)[3]()
@@ -243,7 +275,7 @@ class Scheduler:
             batch: list[tuple[Any, ...]] = []
             while heap and heap[0][0] == t and heap[0][2] == DELIVER:
                 batch.append(heapq.heappop(heap))
-            self._results = [None] * len(batch)
+            self._results = results = [None] * len(batch)
             pending = 0
             for i, entry in enumerate(batch):
                 dst = entry[3]
@@ -267,11 +299,8 @@ class Scheduler:
             if pending:
                 self.delivered += pending
                 self._pending = pending
-                self._idle = trio.Event()
-                await self._idle.wait()
-                for result in self._results:
-                    if result is not None:
-                        self._commit(result[0], result[1])
+                return
+            del results
 
     def _drop(self, src: tuple[str, str], dst: tuple[str, str], frame: bytes, reason: str
               ) -> None:
