@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/isrlab run default --out out/demo/trace.jsonl || true
 	$(BIN)/isrlab check out/demo/trace.jsonl
+	$(BIN)/isrlab report out/demo/trace.jsonl -o out/demo/report.html
+	@echo "report: out/demo/report.html"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -25,6 +27,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/runtime.py
+	$(BIN)/python bench/report.py
 
 clean:
 	rm -rf out .venv build *.egg-info

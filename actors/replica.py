@@ -69,6 +69,9 @@ from actors.messages import (
 
 CONTROLLER: Address = ("controller", "controller")
 UNKNOWN_OFFSET = -1
+#: "Never": Kafka's 0 for lastCaughtUpTimeMs is the 1970 epoch, decades before any wall
+#: clock; virtual time starts at 0, so "never" must be far in the past.
+NEVER_MS = -(2**62)
 
 
 class InvariantViolation(AssertionError):
@@ -105,8 +108,8 @@ class FollowerState:
     log_end_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
-    last_fetch_time_ms: int = 0
-    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = NEVER_MS
+    last_caught_up_time_ms: int = NEVER_MS
     broker_epoch: int = -1
 
     def is_caught_up(self, leader_leo: int, now_ms: int, max_lag_ms: int) -> bool:
@@ -350,11 +353,11 @@ class Replica(Machine):
                 continue
             old = self.followers.get(b)
             st = FollowerState()
-            st.last_caught_up_time_ms = now if b in ps.isr else 0
+            st.last_caught_up_time_ms = now if b in ps.isr else NEVER_MS
             if re_elected and old is not None:
                 st.log_end_offset = old.log_end_offset
                 st.log_start_offset = old.log_start_offset
-                st.last_fetch_time_ms = now if b in ps.isr else 0
+                st.last_fetch_time_ms = now if b in ps.isr else NEVER_MS
             followers[b] = st
         self.followers = followers
         self.emit("become_leader", **self._tp(), leader_epoch=ps.leader_epoch,

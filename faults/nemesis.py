@@ -23,7 +23,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-
 RECOVERY_GAP_S = 10.0
 
 

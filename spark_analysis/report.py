@@ -1,0 +1,368 @@
+"""``isrlab report PATH -o report.html``: one self-contained HTML page about a run or campaign.
+
+PATH is either a trace (``.jsonl`` / ``.jsonl.gz``) or a folder: a campaign folder with
+``results.jsonl`` (one row per seed) and its traces, or a plain folder of traces.
+
+Design.
+
+* Sources of truth. A trace report folds the trace once through ``traces.reader`` (verified)
+  into ``traces.checker.Checker`` for the verdict and into compact plot state
+  (``report_trace``); the space-time diagram makes a second pass that stops after a few
+  seconds of the run around the first anomaly. Nothing is recomputed differently from
+  ``isrlab check``: the counts and examples on the page are the checker's.
+* One file, offline. plotly.js is inlined once; figures carry their data inline; the page
+  loads nothing from the network (``report_html``).
+* Size and speed. A 60-simulated-second reference run (~470k events, ~100k LEO/HW changes)
+  must give a page under 5 MB that opens in under 3 s: LEO/HW lines are downsampled under
+  one shared point budget (``--max-points``), see ``report_figures`` and ``bench/report.py``.
+* Failure modes are one line on stderr and exit 2 (missing path, a file that is not a trace
+  or fails verification, a folder with nothing to report, an unwritable output); a report
+  written is exit 0, whatever the run's verdict (``isrlab check`` gives verdict exit codes).
+  Traces cut off mid-write are reported with a warning instead of refused.
+
+Modules: ``report`` (this: CLI and the trace page), ``report_trace`` (reading),
+``report_figures`` (plotly figures), ``report_campaign`` (campaign page), ``report_html``
+(page shell), ``report_browser`` (headless Chromium driver for the test and the benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from spark_analysis.report_html import Html, badge, esc, figure, page, table, tag
+from spark_analysis.report_trace import PartitionView, TraceView, read_view, read_window
+from traces.reader import TraceError
+from traces.schema import ANOMALIES
+
+#: Default budget of plotted LEO/HW change points over all timelines of a report.
+MAX_POINTS = 9_000
+#: Anomalies that describe behaviour rather than a broken guarantee (DESIGN section 5).
+INFORMATIONAL = ("hw_regression_replica", "isr_churn", "under_min_isr")
+#: Half-width of the space-time diagram's search window around the focus.
+WINDOW_US = 1_000_000
+
+
+class ReportError(Exception):
+    """Bad input for a report: ``str()`` is the one line printed before exit 2."""
+
+
+# --------------------------------------------------------------------------- trace page
+
+
+def _knobs(sc: dict[str, Any]) -> list[tuple[str, str]]:
+    topics = [t for t in sc.get("topics", []) if isinstance(t, dict)]
+    producers = [p for p in sc.get("producers", []) if isinstance(p, dict)]
+    faults = sc.get("faults") if isinstance(sc.get("faults"), dict) else {}
+    assert isinstance(faults, dict)
+
+    def each(items: list[dict[str, Any]], key: str) -> str:
+        vals = sorted({str(i.get(key)) for i in items if key in i})
+        return ", ".join(vals) if vals else "–"
+
+    cluster = sc.get("cluster") if isinstance(sc.get("cluster"), dict) else {}
+    assert isinstance(cluster, dict)
+    return [
+        ("brokers", str(cluster.get("brokers", "–"))),
+        ("topics", ", ".join(f"{t.get('name')}×{t.get('partitions')} "
+                             f"RF{t.get('replication.factor')}" for t in topics) or "–"),
+        ("acks", each(producers, "acks")),
+        ("enable.idempotence", each(producers, "enable.idempotence")),
+        ("min.insync.replicas", each(topics, "min.insync.replicas")),
+        ("unclean.leader.election.enable", each(topics, "unclean.leader.election.enable")),
+        ("nemesis", ", ".join(map(str, faults.get("nemesis") or [])) or "–"),
+        ("bugs", ", ".join(map(str, sc.get("bugs") or [])) or "none"),
+    ]
+
+
+def _anomaly_tag(view: TraceView, name: str, count: int) -> tuple[str, str]:
+    r = view.result
+    expected = view.scenario.get("expect", {}).get("anomalies", []) if isinstance(
+        view.scenario.get("expect"), dict) else []
+    if name in r.forbidden_found:
+        return "FORBIDDEN", "bad"
+    if name in r.missing_expected:
+        return "expected, missing", "warn"
+    if count and name in expected:
+        return "expected", "info"
+    if count and name in INFORMATIONAL:
+        return "informational", ""
+    if count:
+        return "found (allowed here)", "warn"
+    return "", "zero"
+
+
+def _examples(view: TraceView) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name in ANOMALIES:
+        for d in view.result.details.get(name, []):
+            ex = dict(d)
+            ts = d.get("ts_us") if type(d.get("ts_us")) is int else view.ts_of(d.get("seq"))
+            ex["_ts_us"], ex["_anomaly"] = ts, name
+            ex["_pname"] = f"{d.get('topic')}-{d.get('partition')}"
+            extra = {k: v for k, v in d.items() if k not in ("topic", "partition", "seq", "ts_us")}
+            ex["_label"] = f"{name} {ex['_pname']}: " + ", ".join(
+                f"{k}={v}" for k, v in extra.items())
+            out.append(ex)
+    return out
+
+
+def _focus(view: TraceView, examples: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first anomaly to zoom on: forbidden ones first, then others, informational last."""
+    timed = [e for e in examples if e["_ts_us"] is not None and e["_pname"] in view.partitions]
+    if not timed:
+        return None
+
+    def rank(e: dict[str, Any]) -> tuple[int, int, int]:
+        name = e["_anomaly"]
+        tier = 0 if name in view.result.forbidden_found else 2 if name in INFORMATIONAL else 1
+        return (tier, int(e["_ts_us"]), int(e.get("seq") or 0))
+
+    return min(timed, key=rank)
+
+
+def _leader_at(pv: PartitionView) -> Any:
+    marks = sorted([(e.ts_us, e.leader) for e in pv.elections] + [(t, None) for t in pv.offline],
+                   key=lambda m: m[0])
+
+    def leader_at(ts: int) -> int | None:
+        cur: int | None = None
+        for t, leader in marks:
+            if t > ts:
+                break
+            cur = leader
+        return cur
+
+    return leader_at
+
+
+def _moment(div: str, ts_us: int | None, end_us: int) -> Html:
+    if ts_us is None:
+        return Html("end of run")
+    w = max(0.25, end_us / 1e6 / 40)
+    return tag("a", f"{ts_us / 1e6:.3f} s", class_="moment", href=f"#{div}", data_plot=div,
+               data_t=f"{ts_us / 1e6:.6f}", data_w=f"{w:.3f}")
+
+
+def _plot_id(pname: str) -> str:
+    return "tl-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in pname)
+
+
+def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
+    """(HTML, one-line summary) for one trace; raises TraceError on bad input."""
+    from spark_analysis import report_figures as rf
+
+    view = read_view(path)
+    r, sc, hdr = view.result, view.scenario, view.header
+    examples = _examples(view)
+    status = (view.footer or {}).get("status", "no run_end")
+    title = f"isrlab report — {sc.get('name', '?')} seed {hdr.get('seed')}"
+    verdict = [badge("expect met", "ok") if r.expect_met else badge("EXPECT NOT MET", "bad")]
+    verdict += [badge(f"forbidden: {n} ×{r.anomalies[n]}", "bad") for n in r.forbidden_found]
+    verdict += [badge(f"expected but missing: {n}", "warn") for n in r.missing_expected]
+    if not r.forbidden_found:
+        verdict.append(badge("no forbidden anomaly", "ok"))
+    kv = [("seed", hdr.get("seed")), ("era (protocol)", hdr.get("protocol", sc.get("protocol"))),
+          ("run status", status), ("events", f"{view.events:,}"),
+          ("simulated", f"{view.end_us / 1e6:.1f} s"), ("isrlab", hdr.get("isrlab_version")),
+          ("trace", os.path.basename(path))]
+    header = Html(
+        f"<header><h1>{esc(sc.get('name', 'trace'))} · seed {esc(hdr.get('seed'))} · "
+        f"Kafka {esc(hdr.get('protocol', '?'))} rules</h1>"
+        f"<div class=\"sub\">{esc(sc.get('description', ''))}</div>"
+        "<div class=\"kv\">" + "".join(f"<span>{esc(k)} <b>{esc(v)}</b></span>" for k, v in kv)
+        + "</div><div class=\"verdict\">" + "".join(verdict) + "</div></header>")
+    body: list[Html] = []
+    for w in view.warnings:
+        body.append(Html(f'<div class="warnbox">{esc(w)}</div>'))
+    body.append(Html('<nav class="toc"><a href="#anomalies">anomalies</a>'
+                     '<a href="#timelines">partition timelines</a>'
+                     '<a href="#spacetime">space-time diagram</a><a href="#config">scenario</a>'
+                     "</nav>"))
+    # anomalies: counts, then examples linking to their moment
+    rows, classes = [], []
+    for name in ANOMALIES:
+        n = r.anomalies.get(name, 0)
+        label, cls = _anomaly_tag(view, name, n)
+        unit = " ms" if name == "under_min_isr" else ""
+        rows.append([name, f"{n:,}{unit}", label])
+        classes.append(cls)
+    ex_rows, ex_classes = [], []
+    for e in sorted(examples, key=lambda e: (e["_ts_us"] is None, e["_ts_us"] or 0)):
+        extra = {k: v for k, v in e.items() if not k.startswith("_") and k not in (
+            "topic", "partition", "seq", "ts_us", "offset", "value")}
+        ex_rows.append([e["_anomaly"], e["_pname"], _moment(_plot_id(e["_pname"]), e["_ts_us"],
+                        view.end_us), e.get("seq"), e.get("offset"), e.get("value"),
+                        ", ".join(f"{k}={v}" for k, v in extra.items())])
+        ex_classes.append("bad" if e["_anomaly"] in r.forbidden_found else "")
+    shown = sum(len(v) for v in r.details.values())
+    total = sum(r.anomalies.get(n, 0) for n in ANOMALIES if n != "under_min_isr")
+    body.append(Html(
+        '<section id="anomalies"><h2>Anomalies</h2><div class="cols"><div>'
+        + table(["anomaly (DESIGN §5)", "count", "verdict"], rows, id_="anomaly-counts",
+                row_classes=classes)
+        + "</div><div style=\"flex:1;min-width:600px\">"
+        + (table(["anomaly", "partition", "moment", "seq", "offset", "value", "detail"], ex_rows,
+                 id_="anomaly-table", row_classes=ex_classes)
+           + f'<p class="note">The checker keeps the first examples of each anomaly ({shown} '
+           f"shown of {total:,} counted). Click a moment to zoom its partition timeline.</p>"
+           if ex_rows else
+           '<p id="anomaly-table" class="note">No anomaly example: the checker found '
+           "nothing to point at in this trace.</p>")
+        + "</div></div></section>"))
+    # per-partition timelines
+    sizes = rf.series_sizes(view)
+    caps = rf.allocate(sizes, max_points)
+    tl: list[Html] = [Html(
+        '<section id="timelines"><h2>Partition timelines</h2><p class="note">LEO (solid) and HW '
+        "(dotted) of every replica as step lines; below, ISR membership as bands with the "
+        "leader's tenure in black and broker down/paused time dotted; dashed verticals mark "
+        "leader elections (epoch → leader); shaded spans are fault intervals; ✕ marks the "
+        "anomaly examples, ▼ log truncations. "
+        f"Lines are downsampled (per time bucket: first, min, max, last) to {sum(caps):,} of "
+        f"{sum(sizes):,} change points; drag to zoom, double-click to reset.</p>")]
+    k = 0
+    by_part: dict[str, list[dict[str, Any]]] = {}
+    for e in examples:
+        by_part.setdefault(e["_pname"], []).append(e)
+    for pname, pv in view.partitions.items():
+        n = 2 * len(pv.replicas())
+        fig = rf.timeline_figure(view, pv, caps[k:k + n], by_part.get(pname, []))
+        k += n
+        s = r.partitions.get(pname)
+        state = "" if s is None else (
+            f" — final leader {s.final_log_replica if s.final_log_replica is not None else '–'}, "
+            f"HW {s.final_hw if s.final_hw is not None else '–'}, {s.acked_records:,} acked"
+            + (", offline" if s.offline else "") + (", NOT converged" if s.converged is False
+                                                    else ""))
+        tl.append(Html(f"<h3>{esc(pname)}{esc(state)}</h3>"))
+        tl.append(figure(fig, _plot_id(pname)))
+    if not view.partitions:
+        tl.append(Html('<p class="note">No partition events in this trace.</p>'))
+    tl.append(Html("</section>"))
+    body += tl
+    # space-time diagram around the first anomaly
+    body.append(_spacetime_section(view, _focus(view, examples)))
+    # scenario
+    plan = hdr.get("fault_plan") if isinstance(hdr.get("fault_plan"), list) else []
+    assert isinstance(plan, list)
+    plan_rows = [[f.get("at_s"), f.get("fault"), f.get("target"), f.get("duration_s")]
+                 for f in plan if isinstance(f, dict)]
+    parts = [[p, "–" if s.final_log_replica is None else s.final_log_replica, s.final_hw,
+              f"{s.acked_records:,}", f"{s.consumed_records:,}", f"{s.under_min_isr_us / 1e6:.2f}",
+              "offline" if s.offline else "not converged" if s.converged is False else "ok"]
+             for p, s in r.partitions.items()]
+    body.append(Html(
+        '<section id="config"><h2>Scenario and faults</h2><div class="cols"><div>'
+        + table(["knob", "value"], _knobs(sc))
+        + "</div><div><h3>fault plan</h3>"
+        + (table(["at (s)", "fault", "target", "duration (s)"], plan_rows) if plan_rows
+           else Html('<p class="note">no faults</p>'))
+        + "</div><div><h3>partitions at end of run</h3>"
+        + table(["partition", "final leader", "HW", "acked", "consumed", "under min ISR (s)",
+                 "state"], parts)
+        + "</div></div></section>"))
+    found = {n: c for n, c in r.anomalies.items() if c and n not in INFORMATIONAL}
+    summary = (f"{sc.get('name', '?')} seed {hdr.get('seed')}: "
+               + ("expect met" if r.expect_met else "EXPECT NOT MET") + "; anomalies "
+               + (", ".join(f"{n}={c}" for n, c in found.items()) or "none"))
+    return page(title, header, body), summary
+
+
+def _spacetime_section(view: TraceView, focus: dict[str, Any] | None) -> Html:
+    from spark_analysis import report_figures as rf
+
+    head = '<section id="spacetime"><h2>Space-time diagram</h2>'
+    if focus is None:
+        return Html(head + '<p class="note">No anomaly with a moment in this trace, so there is '
+                    "nothing to centre a space-time diagram on.</p></section>")
+    pv = view.partitions[focus["_pname"]]
+    t0 = int(focus["_ts_us"])
+    events = read_window(view.path, t0 - WINDOW_US, t0 + WINDOW_US)
+    st = rf.build_spacetime(events, pv.topic, pv.partition, focus, _leader_at(pv))
+    if not st.arrows and not st.drops and not st.marks:
+        return Html(head + f'<p class="note">Around {esc(focus["_label"])} at '
+                    f"{t0 / 1e6:.3f} s the trace holds no causal events to draw.</p></section>")
+    fig = rf.spacetime_figure(st, view)
+    caption = (
+        f"Around the first anomaly: <b>{esc(focus['_label'])}</b> at {t0 / 1e6:.6f} s "
+        f"(seq {esc(focus.get('seq'))}), partition {esc(pv.name)}. Lanes are nodes; time runs "
+        "left to right. <b>The trace does not log delivered messages</b>, only dropped ones "
+        "(<code>msg_drop</code>), so each arrow joins two traced events that the replication "
+        "protocol links causally: <code>produce_send</code> → the leader's "
+        "<code>leo_update</code> covering the offset → each follower's <code>leo_update</code> "
+        "(a fetch response) → the leader's <code>hw_update</code> (the next fetch reported the "
+        "follower's LEO) → <code>produce_ack</code> and the followers' "
+        "<code>hw_update</code>; consumer reads are drawn from the leader HW update they were "
+        "served under; grey arrows join <code>leader_elected</code> to "
+        "<code>become_leader</code>/<code>become_follower</code>. An arrow's ends are the "
+        "traced events' times, not a message's send and receive times. Dropped messages are "
+        "broken pink arrows ending in ✕ (the drop time; the receiver never saw them). "
+        f"Events searched: ±{WINDOW_US / 1e6:g} s around the anomaly."
+    )
+    return Html(head + figure(fig, "spacetime-plot") + f'<p class="caption">{caption}</p>'
+                "</section>")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _is_trace_name(p: Path) -> bool:
+    return p.name.endswith(".jsonl.gz") or (p.name.endswith(".jsonl") and
+                                            p.name != "results.jsonl")
+
+
+def build(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
+    """(HTML, summary line) for a trace or a folder; raises ReportError / TraceError."""
+    p = Path(path)
+    if p.is_dir():
+        from spark_analysis.report_campaign import campaign_report
+        return campaign_report(p)
+    if not p.exists():
+        raise ReportError(f"{path}: no such file or folder")
+    return trace_report(path, max_points)
+
+
+def _default_out(path: str) -> str:
+    p = Path(path)
+    if p.is_dir():
+        return str(p / "report.html")
+    name = p.name.removesuffix(".gz").removesuffix(".jsonl")
+    return str(p.with_name(name + ".html"))
+
+
+def main(argv: list[str]) -> int:
+    """``isrlab report PATH [-o OUT]``: 0 written, 2 bad input (one line on stderr)."""
+    parser = argparse.ArgumentParser(prog="isrlab report", description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="a trace (.jsonl, .jsonl.gz) or a campaign folder")
+    parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
+    parser.add_argument("--max-points", type=int, default=MAX_POINTS,
+                        help=f"LEO/HW points plotted over all timelines (default {MAX_POINTS})")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else 2
+    out = args.out or _default_out(args.path)
+    try:
+        html, summary = build(args.path, max(100, args.max_points))
+    except (ReportError, TraceError) as exc:
+        print(f"isrlab report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"isrlab report: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(html, encoding="utf-8")
+    except OSError as exc:
+        print(f"isrlab report: {out}: -o: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"{summary}\nreport {out} ({len(html.encode()) / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

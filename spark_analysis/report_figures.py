@@ -1,0 +1,564 @@
+"""Plotly figures for ``isrlab report``: partition timelines, the space-time diagram, charts.
+
+Design notes.
+
+* Size. plotly.js is inlined once per report (~4.8 MB), so the figures' data must stay
+  small: every figure uses the empty ``"none"`` template (the default one adds ~10 kB of
+  JSON per figure), times are seconds rounded to the microsecond or millisecond, and LEO/HW
+  series are step functions given by their change points, downsampled per line with M4
+  (first, min, max, last point per time bucket, so drops stay visible) under one point
+  budget shared by all lines of the report (:func:`allocate`, water-filling: short lines keep
+  every point).
+* Honesty. The space-time diagram is built only from traced events; the trace does not log
+  delivered messages, so each arrow joins two traced events the protocol links causally
+  (a send and the leader's append, the append and a follower's LEO move, ...). Drops
+  (``msg_drop``) are the only messages traced as such and are drawn as broken arrows. The
+  caption says so.
+* Pure functions of the collected data: no I/O here, deterministic output for a trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from spark_analysis.report_trace import PartitionView, StepSeries, TraceView
+
+Event = dict[str, Any]
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#17becf")
+FAULT_COLORS = {"crash": "#d62728", "power_loss": "#8c1a1a", "pause": "#ff7f0e",
+                "isolate": "#9467bd", "partition": "#9467bd", "cut": "#9467bd",
+                "delay": "#bcbd22", "drop": "#17becf"}
+FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
+
+
+def _s(ts_us: int) -> float:
+    return round(ts_us / 1e6, 3)
+
+
+def _base_layout(fig: go.Figure, height: int) -> None:
+    fig.update_layout(template="none", height=height, font=FONT, hovermode="closest",
+                      margin=dict(l=70, r=20, t=36, b=40), plot_bgcolor="#ffffff",
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0,
+                                  font=dict(size=11)))
+
+
+# --------------------------------------------------------------------------- downsampling
+
+
+def allocate(sizes: Sequence[int], budget: int, floor: int = 8) -> list[int]:
+    """Share ``budget`` points among lines of ``sizes`` points (water-filling)."""
+    caps = [0] * len(sizes)
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    left = max(budget, floor * len(sizes))
+    for rank, i in enumerate(order):
+        share = max(floor, left // (len(sizes) - rank))
+        caps[i] = min(sizes[i], share)
+        left -= caps[i]
+    return caps
+
+
+def downsample(ts: Sequence[int], val: Sequence[int], cap: int) -> tuple[list[int], list[int]]:
+    """At most ~``cap`` change points of a step series, keeping each bucket's extremes (M4)."""
+    n = len(ts)
+    if n <= cap:
+        return list(ts), list(val)
+    buckets = max(1, cap // 4)
+    t0, span = ts[0], max(1, ts[-1] - ts[0])
+    keep: list[int] = []
+    start = 0
+    while start < n:
+        b = min(buckets - 1, (ts[start] - t0) * buckets // span)
+        end = start
+        lo = hi = start
+        while end < n and min(buckets - 1, (ts[end] - t0) * buckets // span) == b:
+            if val[end] < val[lo]:
+                lo = end
+            if val[end] > val[hi]:
+                hi = end
+            end += 1
+        keep.extend(sorted({start, lo, hi, end - 1}))
+        start = end
+    return [ts[i] for i in keep], [val[i] for i in keep]
+
+
+# --------------------------------------------------------------------------- timelines
+
+
+def _isr_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    changes = sorted(pv.isr, key=lambda c: c[0])
+    for i, (ts, members, _) in enumerate(changes):
+        until = changes[i + 1][0] if i + 1 < len(changes) else end_us
+        if until <= ts:
+            continue
+        for r in members:
+            spans = out.setdefault(r, [])
+            if spans and spans[-1][1] == ts:
+                spans[-1] = (spans[-1][0], until)
+            else:
+                spans.append((ts, until))
+    return out
+
+
+def _leader_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    stops = sorted([(e.ts_us, e.leader) for e in pv.elections] + [(t, None) for t in pv.offline],
+                   key=lambda x: x[0])
+    for i, (ts, leader) in enumerate(stops):
+        until = stops[i + 1][0] if i + 1 < len(stops) else end_us
+        if leader is not None and until > ts:
+            out.setdefault(leader, []).append((ts, until))
+    return out
+
+
+def _gapped(spans: list[tuple[int, int]], y: Any) -> tuple[list[float | None], list[Any]]:
+    xs: list[float | None] = []
+    ys: list[Any] = []
+    for a, b in spans:
+        xs += [_s(a), _s(b), None]
+        ys += [y, y, None]
+    return xs, ys
+
+
+def series_sizes(view: TraceView) -> list[int]:
+    """Point counts of every LEO/HW line, in the order :func:`timeline_figure` draws them."""
+    sizes: list[int] = []
+    for pv in view.partitions.values():
+        for r in pv.replicas():
+            sizes.append(len(pv.leo.get(r, StepSeries())))
+            sizes.append(len(pv.hw.get(r, StepSeries())))
+    return sizes
+
+
+def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
+                    anomalies: Sequence[dict[str, Any]]) -> go.Figure:
+    """LEO/HW per replica over time, ISR bands, leader epochs, faults and anomaly marks."""
+    end = view.end_us
+    replicas = pv.replicas()
+    color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(replicas)}
+    lane = {r: float(len(replicas) - i) for i, r in enumerate(replicas)}
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3],
+                        vertical_spacing=0.05)
+    k = 0
+    for r in replicas:
+        for what, table, dash in (("LEO", pv.leo, "solid"), ("HW", pv.hw, "dot")):
+            s = table.get(r, StepSeries())
+            xs, ys = downsample(s.ts, s.val, caps[k] if k < len(caps) else 200)
+            k += 1
+            if not xs:
+                continue
+            xs.append(max(end, xs[-1]))
+            ys.append(ys[-1])
+            fig.add_trace(go.Scatter(
+                x=[_s(t) for t in xs], y=ys, mode="lines", line_shape="hv",
+                line=dict(color=color[r], dash=dash, width=1.6 if what == "LEO" else 2.2),
+                name=f"{what} broker {r}", legendgroup=f"r{r}",
+                hovertemplate=f"{what} broker {r}: %{{y}} at %{{x:.3f}} s<extra></extra>"),
+                row=1, col=1)
+    if pv.truncations:
+        fig.add_trace(go.Scatter(
+            x=[_s(t[0]) for t in pv.truncations], y=[t[3] for t in pv.truncations],
+            mode="markers", marker=dict(symbol="triangle-down", size=9,
+                                        color=[color.get(t[1], "#333") for t in pv.truncations]),
+            name="log truncation",
+            text=[f"broker {t[1]} truncated {t[2]} → {t[3]} ({t[4]})" for t in pv.truncations],
+            hovertemplate="%{text} at %{x:.3f} s<extra></extra>"), row=1, col=1)
+    marks = [a for a in anomalies if a.get("_ts_us") is not None]
+    if marks:
+        fig.add_trace(go.Scatter(
+            x=[_s(a["_ts_us"]) for a in marks],
+            y=[a["offset"] if type(a.get("offset")) is int else 0 for a in marks],
+            mode="markers", marker=dict(symbol="x", size=10, color="#b00020",
+                                        line=dict(width=1, color="#b00020")),
+            name="anomaly (example)", text=[a["_label"] for a in marks],
+            hovertemplate="%{text}<extra></extra>"), row=1, col=1)
+    # ISR bands, leadership and down time (row 2)
+    isr = _isr_intervals(pv, end)
+    leaders = _leader_intervals(pv, end)
+    for r in replicas:
+        xs, ys = _gapped(isr.get(r, []), lane[r])
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color[r], width=11),
+                                 opacity=0.55, name=f"in ISR broker {r}", legendgroup=f"r{r}",
+                                 showlegend=False, hoverinfo="skip"), row=2, col=1)
+    lx: list[float | None] = []
+    ly: list[Any] = []
+    for r, spans in leaders.items():
+        if r in lane:
+            xs, ys = _gapped(spans, lane[r])
+            lx += xs
+            ly += ys
+    if lx:
+        fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#111", width=3),
+                                 name="leader", hoverinfo="skip"), row=2, col=1)
+    dx: list[float | None] = []
+    dy: list[Any] = []
+    for iv in view.node_down:
+        for node in iv.targets:
+            if node.startswith("broker-") and node[7:].isdigit() and int(node[7:]) in lane:
+                xs, ys = _gapped([(iv.start_us, iv.end_us or end)], lane[int(node[7:])])
+                dx += xs
+                dy += ys
+    if dx:
+        fig.add_trace(go.Scatter(x=dx, y=dy, mode="lines",
+                                 line=dict(color="#555", width=3, dash="dot"),
+                                 name="broker down / paused", hoverinfo="skip"), row=2, col=1)
+    by_kind: dict[str, tuple[list[float | None], list[float | None], list[str]]] = {}
+    for i, iv in enumerate(view.faults):
+        xs_k, ys_k, tx_k = by_kind.setdefault(iv.kind, ([], [], []))
+        yv = -0.1 - 0.3 * (i % 3)
+        a, b = iv.start_us, iv.end_us if iv.end_us is not None else end
+        label = f"{iv.kind} {', '.join(iv.targets)}: {_s(a)}–{_s(b)} s {iv.detail}".strip()
+        xs_k += [_s(a), _s(b), None]
+        ys_k += [yv, yv, None]
+        tx_k += [label, label, ""]
+    for kind, (xs_k, ys_k, tx_k) in by_kind.items():
+        fig.add_trace(go.Scatter(x=xs_k, y=ys_k, mode="lines+markers", text=tx_k,
+                                 line=dict(color=FAULT_COLORS.get(kind, "#7f7f7f"), width=5),
+                                 marker=dict(size=5), name=f"fault: {kind}",
+                                 hovertemplate="%{text}<extra></extra>"), row=2, col=1)
+    shapes: list[dict[str, Any]] = []
+    for iv in view.faults:
+        c = FAULT_COLORS.get(iv.kind, "#7f7f7f")
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=_s(iv.start_us),
+                           x1=_s(iv.end_us if iv.end_us is not None else end), y0=0, y1=1,
+                           fillcolor=c, opacity=0.10, line=dict(width=0), layer="below"))
+    for e in pv.elections[:200]:
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=_s(e.ts_us), x1=_s(e.ts_us),
+                           y0=0, y1=1, line=dict(color="#b00020" if e.kind == "unclean"
+                                                 else "#444", width=1, dash="dash")))
+    phases = [(ts, phase) for ts, phase in view.phases if 0 < ts < end]
+    for ts, _phase in phases:
+        if ts > 0:
+            shapes.append(dict(type="line", xref="x", yref="paper", x0=_s(ts), x1=_s(ts), y0=0,
+                               y1=1, line=dict(color="#1b7f3a", width=1.5)))
+    fig.update_layout(shapes=shapes)
+    annotations = [dict(x=_s(ts), y=0.5, xref="x", yref="paper", text=f"{phase} phase →",
+                        showarrow=False, xanchor="left", font=dict(size=10, color="#1b7f3a"))
+                   for ts, phase in phases]
+    for e in pv.elections[:40]:
+        annotations.append(dict(x=_s(e.ts_us), y=1.0, xref="x", yref="paper", yanchor="bottom",
+                                text=f"e{e.epoch}→b{e.leader}" + (f" {e.kind}" if e.kind not in
+                                                                  ("clean", "preferred") else ""),
+                                showarrow=False, font=dict(size=10, color="#444"),
+                                textangle=-30))
+    _base_layout(fig, 500)
+    fig.update_layout(annotations=annotations, margin=dict(t=60),
+                      legend=dict(y=-0.14, yanchor="top"))
+    fig.update_yaxes(title_text="offset", row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(tickmode="array", tickvals=[*lane.values(), -0.4],
+                     ticktext=[f"broker {r}" for r in lane] + ["faults"], zeroline=False,
+                     range=[-0.85, len(replicas) + 0.5], showgrid=False, row=2, col=1)
+    fig.update_xaxes(range=[0, _s(end)], row=2, col=1, title_text="simulated time (s)")
+    fig.update_xaxes(range=[0, _s(end)], row=1, col=1)
+    return fig
+
+
+# --------------------------------------------------------------------------- space-time
+
+
+@dataclass
+class SpaceTime:
+    lanes: list[str]
+    #: (x0_us, lane0, x1_us, lane1, label, style) style: "chain", "focus", "control", "read"
+    arrows: list[tuple[int, str, int, str, str, str]] = field(default_factory=list)
+    #: (ts_us, src, dst, label) for msg_drop
+    drops: list[tuple[int, str, str, str]] = field(default_factory=list)
+    #: (ts_us, lane, symbol, label)
+    marks: list[tuple[int, str, str, str]] = field(default_factory=list)
+    #: (start_us, end_us, label) fault intervals overlapping the window
+    faults: list[tuple[int, int, str]] = field(default_factory=list)
+    start_us: int = 0
+    end_us: int = 0
+
+
+def _covers(ev: Event, o: int) -> bool:
+    old, new = ev.get("old"), ev.get("new")
+    return type(old) is int and type(new) is int and old <= o < new
+
+
+def _lane_key(node: str) -> tuple[int, int, str]:
+    kind = 0 if node.startswith("producer") else 1 if node.startswith("broker") else (
+        2 if node == "controller" else 3)
+    digits = "".join(ch for ch in node if ch.isdigit())
+    return (kind, int(digits) if digits and kind == 1 else 0, node)
+
+
+def build_spacetime(events: Sequence[Event], topic: str, partition: int, focus: dict[str, Any],
+                    leader_at: Callable[[int], int | None], max_records: int = 5) -> SpaceTime:
+    """Arrows between causally linked traced events of one partition around ``focus``."""
+    t0 = int(focus["_ts_us"])
+    mine = [e for e in events if e.get("topic") == topic and e.get("partition") == partition]
+    sends: dict[str, Event] = {}
+    acks: dict[str, Event] = {}
+    for e in mine:
+        v = e.get("value")
+        if e.get("event") == "produce_send" and isinstance(v, str):
+            sends.setdefault(v, e)
+        elif e.get("event") == "produce_ack" and isinstance(v, str):
+            acks.setdefault(v, e)
+    records: list[tuple[str, int]] = []
+    fv, fo = focus.get("value"), focus.get("offset")
+    if isinstance(fv, str) and type(fo) is int:
+        records.append((fv, fo))
+    pool = sorted(((v, int(a["offset"])) for v, a in acks.items()
+                   if type(a.get("offset")) is int and v != fv),
+                  key=lambda r: (abs(r[1] - fo) if type(fo) is int
+                                 else abs(int(acks[r[0]]["ts_us"]) - t0), r[1]))
+    records += pool[: max(0, max_records - len(records))]
+    st = SpaceTime(lanes=[])
+    updates = [e for e in mine if e.get("event") in ("leo_update", "hw_update")]
+    for v, o in records:
+        style = "focus" if v == fv else "chain"
+        send, ack = sends.get(v), acks.get(v)
+        if ack is not None:  # the append that was acknowledged: the last one before the ack
+            leader = leader_at(int(ack["ts_us"]))
+            append = next((e for e in reversed(updates) if e["event"] == "leo_update"
+                           and e["ts_us"] <= ack["ts_us"] and _covers(e, o)
+                           and (leader is None or e.get("replica") == leader)), None)
+        else:
+            start = int(send["ts_us"]) if send else t0
+            leader = leader_at(start)
+            append = next((e for e in updates if e["event"] == "leo_update"
+                           and e["ts_us"] >= start and _covers(e, o)
+                           and (leader is None or e.get("replica") == leader)), None)
+        if append is None and ack is not None:  # appended before the window: HW → ack only
+            lhw = next((e for e in reversed(updates) if e["event"] == "hw_update"
+                        and e["ts_us"] <= ack["ts_us"] and _covers(e, o)
+                        and (leader is None or e.get("replica") == leader)), None)
+            if lhw is not None:
+                st.arrows.append((int(lhw["ts_us"]), str(lhw["node"]), int(ack["ts_us"]),
+                                  str(ack["node"]), f"HW {lhw.get('old')} → {lhw.get('new')} "
+                                  f"({lhw.get('reason')}): produce response {v} @ {o}", style))
+                st.marks.append((int(lhw["ts_us"]), str(lhw["node"]), "diamond",
+                                 f"{v} @ {o} was appended before this window; HW "
+                                 f"{lhw.get('old')} → {lhw.get('new')} ({lhw.get('reason')})"))
+            continue
+        if append is None:
+            continue
+        if send is not None and send["ts_us"] > append["ts_us"]:
+            send = None
+        if send is None and ack is not None:
+            st.marks.append((int(append["ts_us"]), str(ack["node"]), "triangle-right",
+                             f"{v}: its produce_send is before this window (first sent "
+                             f"earlier, appended after retries)"))
+        lnode, lrep, ta = str(append["node"]), append.get("replica"), int(append["ts_us"])
+        if send:
+            st.arrows.append((int(send["ts_us"]), str(send["node"]), ta, lnode,
+                              f"produce {v} → appended at {o}", style))
+        follower_leo: list[Event] = []
+        seen: set[Any] = {lrep}
+        for e in updates:
+            if (e["event"] == "leo_update" and e["ts_us"] >= ta and e.get("replica") not in seen
+                    and _covers(e, o)):
+                seen.add(e.get("replica"))
+                follower_leo.append(e)
+                st.arrows.append((ta, lnode, int(e["ts_us"]), str(e["node"]),
+                                  f"fetch response carries offset {o}", style))
+        lhw = next((e for e in updates if e["event"] == "hw_update" and e["ts_us"] >= ta
+                    and e.get("replica") == lrep and _covers(e, o)), None)
+        if lhw is not None:
+            th = int(lhw["ts_us"])
+            moved = [f for f in follower_leo if f["ts_us"] <= th]
+            if moved and lhw.get("reason") == "follower_fetch":
+                f = moved[-1]
+                st.arrows.append((int(f["ts_us"]), str(f["node"]), th, lnode,
+                                  f"next fetch reports LEO {f.get('new')}: HW → {lhw.get('new')}",
+                                  style))
+            seen = {lrep}
+            for e in updates:
+                if (e["event"] == "hw_update" and e["ts_us"] >= th and
+                        e.get("replica") not in seen and _covers(e, o)):
+                    seen.add(e.get("replica"))
+                    st.arrows.append((th, lnode, int(e["ts_us"]), str(e["node"]),
+                                      f"fetch response: HW {e.get('new')}", style))
+        if ack is not None:
+            src_t = int(lhw["ts_us"]) if lhw is not None and lhw["ts_us"] <= ack["ts_us"] else ta
+            st.arrows.append((src_t, lnode, int(ack["ts_us"]), str(ack["node"]),
+                              f"produce response {v} @ {o} (acks={ack.get('acks')})", style))
+    times = [a[0] for a in st.arrows] + [a[2] for a in st.arrows] + [t0]
+    lo, hi = min(times), max(times)
+    pad = max(2_000, (hi - lo) // 8)
+    st.start_us, st.end_us = max(0, lo - pad), hi + pad
+
+    def inside(e: Event) -> bool:
+        return st.start_us <= int(e["ts_us"]) <= st.end_us
+
+    # consumes near the focus (the focus itself first when it is a read)
+    consumes = [e for e in mine if e.get("event") == "consume"
+                and (e.get("seq") == focus.get("seq") or inside(e))]
+    consumes.sort(key=lambda e: (e.get("seq") != focus.get("seq"), abs(int(e["ts_us"]) - t0)))
+    for e in consumes[:max_records]:
+        tc, hw = int(e["ts_us"]), e.get("hw")
+        leader = leader_at(tc)
+        src = next((u for u in reversed(updates) if u["event"] == "hw_update"
+                    and u["ts_us"] <= tc and u.get("new") == hw and u.get("role") == "leader"),
+                   None)
+        src_node = str(src["node"]) if src else f"broker-{leader}" if leader else "?"
+        src_t = int(src["ts_us"]) if src else tc
+        style = "focus" if e.get("seq") == focus.get("seq") else "read"
+        st.arrows.append((src_t, src_node, tc, str(e["node"]),
+                          f"read {e.get('value')} @ {e.get('offset')} under HW {hw}", style))
+    # controller decisions reaching the replicas, truncations
+    for e in mine:
+        if e.get("event") == "leader_elected" and inside(e):
+            ep = e.get("leader_epoch")
+            for b in mine:
+                if (b.get("event") in ("become_leader", "become_follower")
+                        and b.get("leader_epoch") == ep and b["ts_us"] >= e["ts_us"]):
+                    st.arrows.append((int(e["ts_us"]), str(e["node"]), int(b["ts_us"]),
+                                      str(b["node"]),
+                                      f"{e.get('election')} election: leader {e.get('leader')} "
+                                      f"epoch {ep}", "control"))
+        elif e.get("event") == "isr_change" and inside(e):
+            st.marks.append((int(e["ts_us"]), str(e["node"]), "star",
+                             f"ISR {e.get('old')} → {e.get('new')} ({e.get('reason')})"))
+        elif e.get("event") == "log_truncate" and inside(e):
+            st.marks.append((int(e["ts_us"]), str(e["node"]), "triangle-down",
+                             f"truncate {e.get('old_leo')} → {e.get('new_leo')} "
+                             f"({e.get('reason')})"))
+    times = [a[0] for a in st.arrows] + [a[2] for a in st.arrows] + [t0]
+    st.start_us = max(0, min(st.start_us, min(times) - pad))
+    st.end_us = max(st.end_us, max(times) + pad)
+    part_actor = f"{topic}-{partition}"
+    for e in events:
+        ts = int(e["ts_us"])
+        if not st.start_us <= ts <= st.end_us:
+            continue
+        name = e.get("event")
+        if name == "msg_drop":
+            src, dst = str(e.get("src", "?")), str(e.get("dst", "?"))
+            if any(k in src + dst for k in (part_actor, "producer", "controller")):
+                st.drops.append((ts, src.split("/")[0], dst.split("/")[0],
+                                 f"{e.get('msg')} dropped ({e.get('reason')}): {src} → {dst}"))
+        elif name in ("node_crash", "node_restart", "node_pause", "node_resume"):
+            sym = {"node_crash": "x", "node_restart": "circle", "node_pause": "square",
+                   "node_resume": "square-open"}[name]
+            st.marks.append((ts, str(e.get("node")), sym,
+                             name.replace("_", " ") + (f" ({e.get('kind')})"
+                                                       if e.get("kind") else "")))
+    st.drops = st.drops[:60]
+    lanes = {a[1] for a in st.arrows} | {a[3] for a in st.arrows} | {m[1] for m in st.marks}
+    lanes |= {d[1] for d in st.drops} | {d[2] for d in st.drops}
+    lanes.discard("?")
+    st.lanes = sorted(lanes, key=_lane_key)
+    return st
+
+
+STYLE = {"focus": ("#b00020", 2.2), "chain": ("#1f77b4", 1.3), "read": ("#2ca02c", 1.3),
+         "control": ("#7f7f7f", 1.0)}
+
+
+def spacetime_figure(st: SpaceTime, view: TraceView) -> go.Figure:
+    """Lanes = nodes (rows), time left to right (ms), arrows = inferred causal links."""
+    y = {lane: i for i, lane in enumerate(reversed(st.lanes))}
+    base = st.start_us
+
+    def ms(t: int) -> float:
+        return round((t - base) / 1e3, 3)
+
+    fig = go.Figure()
+    annotations: list[dict[str, Any]] = []
+    hover_x: list[float] = []
+    hover_y: list[float] = []
+    hover_t: list[str] = []
+    for x0, l0, x1, l1, label, style in st.arrows:
+        if l0 not in y or l1 not in y:
+            continue
+        color, width = STYLE[style]
+        annotations.append(dict(x=ms(x1), y=y[l1], ax=ms(x0), ay=y[l0], xref="x", yref="y",
+                                axref="x", ayref="y", showarrow=True, arrowhead=2,
+                                arrowsize=1, arrowwidth=width, arrowcolor=color, text=""))
+        hover_x.append((ms(x0) + ms(x1)) / 2)
+        hover_y.append((y[l0] + y[l1]) / 2)
+        hover_t.append(f"{label}<br>{l0} @ {ms(x0)} ms → {l1} @ {ms(x1)} ms")
+    dxs: list[float | None] = []
+    dys: list[float | None] = []
+    ends_x: list[float] = []
+    ends_y: list[float] = []
+    drop_t: list[str] = []
+    span = max(1.0, ms(st.end_us))
+    for ts, src, dst, label in st.drops:
+        if src not in y or dst not in y:
+            continue
+        x0, y0 = ms(ts), float(y[src])
+        y1 = y0 + (y[dst] - y0) * 0.45
+        x1 = x0 + span * 0.012
+        dxs += [x0, x1, None]
+        dys += [y0, y1, None]
+        ends_x.append(x1)
+        ends_y.append(y1)
+        drop_t.append(label)
+    if dxs:
+        fig.add_trace(go.Scatter(x=dxs, y=dys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="#e377c2", width=1.4, dash="dash")))
+        fig.add_trace(go.Scatter(x=ends_x, y=ends_y, mode="markers", text=drop_t,
+                                 name="message dropped (msg_drop)",
+                                 marker=dict(symbol="x-thin", size=11, color="#e377c2",
+                                             line=dict(width=2.5, color="#e377c2")),
+                                 hovertemplate="%{text}<extra></extra>"))
+    for style, label in (("focus", "the anomaly's record"), ("chain", "nearby records"),
+                         ("read", "consumer reads"), ("control", "controller → replicas")):
+        if any(a[5] == style for a in st.arrows):
+            color, width = STYLE[style]
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=label,
+                                     line=dict(color=color, width=width + 1)))
+    if hover_x:
+        fig.add_trace(go.Scatter(x=hover_x, y=hover_y, mode="markers", text=hover_t,
+                                 marker=dict(size=7, color="rgba(0,0,0,0.12)"),
+                                 showlegend=False, hovertemplate="%{text}<extra></extra>"))
+    marks = [m for m in st.marks if m[1] in y]
+    if marks:
+        fig.add_trace(go.Scatter(x=[ms(m[0]) for m in marks], y=[y[m[1]] for m in marks],
+                                 mode="markers", text=[m[3] for m in marks], name="node event",
+                                 marker=dict(symbol=[m[2] for m in marks], size=11,
+                                             color="#111"),
+                                 hovertemplate="%{text}<extra></extra>"))
+    shapes: list[dict[str, Any]] = []
+    for i in y.values():
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=i, y1=i,
+                           line=dict(color="#ccc", width=1), layer="below"))
+    for iv in view.faults:
+        a, b = iv.start_us, iv.end_us if iv.end_us is not None else view.end_us
+        if b < st.start_us or a > st.end_us:
+            continue
+        rows = [y[t] for t in iv.targets if t in y]
+        y0, y1 = (min(rows) - 0.4, max(rows) + 0.4) if rows else (-0.5, len(y) - 0.5)
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=ms(max(a, st.start_us)),
+                           x1=ms(min(b, st.end_us)), y0=y0, y1=y1, layer="below",
+                           fillcolor=FAULT_COLORS.get(iv.kind, "#7f7f7f"), opacity=0.12,
+                           line=dict(width=0),
+                           label=dict(text=f"{iv.kind} {','.join(iv.targets)}",
+                                      textposition="top left", font=dict(size=10))))
+    _base_layout(fig, 120 + 62 * max(2, len(y)))
+    fig.update_layout(annotations=annotations, shapes=shapes, margin=dict(l=120))
+    fig.update_yaxes(tickmode="array", tickvals=list(y.values()), ticktext=list(y.keys()),
+                     range=[-0.6, len(y) - 0.4], showgrid=False, zeroline=False)
+    fig.update_xaxes(range=[0, span],
+                     title_text=f"ms after {base / 1e6:.6f} s (simulated)", zeroline=False)
+    return fig
+
+
+# --------------------------------------------------------------------------- campaigns
+
+
+def rate_chart(knob: str, values: Sequence[str], runs: Sequence[int],
+               rates: dict[str, Sequence[float]]) -> go.Figure:
+    """Grouped bars: % of runs with each anomaly, per value of one knob."""
+    fig = go.Figure()
+    labels = [f"{v} (n={n})" for v, n in zip(values, runs, strict=True)]
+    for i, (name, ys) in enumerate(rates.items()):
+        fig.add_trace(go.Bar(x=labels, y=[round(100 * r, 1) for r in ys], name=name,
+                             marker_color=PALETTE[i % len(PALETTE)],
+                             hovertemplate=f"{name}: %{{y}}% of runs<extra>%{{x}}</extra>"))
+    _base_layout(fig, 320)
+    fig.update_layout(barmode="group", title=dict(text=knob, font=dict(size=13)),
+                      margin=dict(t=60))
+    fig.update_yaxes(title_text="% of runs", rangemode="tozero")
+    return fig

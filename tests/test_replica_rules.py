@@ -1,0 +1,216 @@
+"""The replica state machine, fed messages directly (sans-IO), read as the seeds' rules.
+
+Seed 000 (LEO and HW update mechanism) and KAFKA_REFERENCE section 1. Offsets are
+Kafka's: LEO and HW are exclusive (HW = 8 means offsets 0..7 are committed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core import Emit, Send
+from actors.eras import rules_for
+from actors.log import LeaderEpochCache, PartitionLog, Segment
+from actors.messages import (
+    NONE,
+    NOT_ENOUGH_REPLICAS,
+    Fetch,
+    FetchResponse,
+    PartitionState,
+    Produce,
+    ProduceResponse,
+)
+from actors.replica import Replica, ReplicaConfig
+
+PRODUCER = ("producer-0", "producer")
+
+
+def leader(era: str = "4.1", min_isr: int = 1, isr: tuple[int, ...] = (1, 2, 3),
+           bugs: tuple[str, ...] = ()) -> Replica:
+    r = Replica("broker-1", 1, PartitionLog("orders", 0), rules_for(era, bugs),
+                ReplicaConfig(min_insync_replicas=min_isr), clean_start=True)
+    r.start()
+    r.drain()
+    r.handle(PartitionState(1, "orders", 0, (1, 2, 3), 1, 1, isr, (), 1, False), ("x", "y"))
+    r.drain()
+    return r
+
+
+def follower(broker: int = 2) -> Replica:
+    r = Replica(f"broker-{broker}", broker, PartitionLog("orders", 0), rules_for("4.1"),
+                ReplicaConfig(), clean_start=True)
+    r.start()
+    r.handle(PartitionState(1, "orders", 0, (1, 2, 3), 1, 1, (1, 2, 3), (), 1, False),
+             ("x", "y"))
+    r.drain()
+    return r
+
+
+def produce(r: Replica, n: int, acks: int = -1, at_ms: int = 0) -> list[Any]:
+    r.now_us = at_ms * 1000
+    recs = tuple((-1, f"v{i}", -1, 0, -1, -1, None) for i in range(n))
+    r.handle(Produce("orders", 0, acks, recs, 30000, 7), PRODUCER)
+    return r.drain()
+
+
+def fetch(r: Replica, replica: int, offset: int, at_ms: int = 0,
+          last_epoch: int = -1) -> list[Any]:
+    r.now_us = at_ms * 1000
+    r.handle(Fetch("orders", 0, replica, -1, offset, last_epoch, r.leader_epoch, 0, 1000, 1),
+             (f"broker-{replica}", "orders-0"))
+    return r.drain()
+
+
+def hw_updates(effects: list[Any]) -> list[dict[str, Any]]:
+    return [e.fields for e in effects if isinstance(e, Emit) and e.event == "hw_update"]
+
+
+def test_seed000_hw_7_leo_12_commits_offsets_up_to_the_hw_only() -> None:
+    """Seed 000: HW and LEO; records below the HW are committed, the rest are not."""
+    r = leader()
+    produce(r, 12)
+    fetch(r, 2, 8)
+    fetch(r, 3, 8)
+    assert (r.hw, r.leo) == (8, 12)        # the seed's "HW 7" is Kafka's exclusive 8
+    r.handle(Fetch("orders", 0, -1, -1, 0, -1, 1, 0, 100, 2), ("consumer-g-0", "consumer"))
+    resp = [e.msg for e in r.drain() if isinstance(e, Send)][0]
+    assert [rec[0] for rec in resp.records] == list(range(8))   # 8..11 are not readable
+
+
+def test_leader_updates_a_followers_leo_before_answering_its_fetch() -> None:
+    r = leader()
+    produce(r, 5)
+    effects = fetch(r, 2, 3)
+    assert r.followers[2].log_end_offset == 3
+    resp = [e.msg for e in effects if isinstance(e, Send)][0]
+    assert isinstance(resp, FetchResponse) and resp.records[0][0] == 3
+
+
+def test_leader_hw_is_min_leo_over_the_isr_and_rises_on_follower_fetch() -> None:
+    r = leader()
+    produce(r, 10)
+    assert r.hw == 0
+    fetch(r, 2, 10)
+    assert r.hw == 0          # broker 3 (in the ISR) is still at 0
+    updates = hw_updates(fetch(r, 3, 6))
+    assert r.hw == 6 and updates[-1]["reason"] == "follower_fetch"
+
+
+def test_isr_of_just_the_leader_advances_the_hw_on_produce() -> None:
+    r = leader(isr=(1,))
+    updates = hw_updates(produce(r, 4))
+    assert r.hw == 4 and updates[-1]["reason"] == "produce"
+
+
+def test_follower_hw_is_min_of_own_leo_and_leader_hw() -> None:
+    f = follower()
+    corr = f._outstanding
+    recs = tuple((i, f"v{i}", 1, 0, -1, -1, None) for i in range(5))
+    f.handle(FetchResponse("orders", 0, NONE, 9, 12, 0, recs, -1, -1, 1, corr),
+             ("broker-1", "orders-0"))
+    assert (f.leo, f.hw) == (5, 5)
+    corr = f._outstanding
+    more = tuple((i, f"v{i}", 1, 0, -1, -1, None) for i in range(5, 12))
+    f.handle(FetchResponse("orders", 0, NONE, 9, 12, 0, more, -1, -1, 1, corr),
+             ("broker-1", "orders-0"))
+    assert (f.leo, f.hw) == (12, 9)
+
+
+def test_follower_hw_lags_the_leaders_by_one_fetch_round() -> None:
+    """The leader learns the follower's LEO from fetch N+1, so the HW that fetch makes
+    reaches the follower only in the response to fetch N+1 (seed 000)."""
+    r = leader(isr=(1, 2))
+    produce(r, 3)
+    first = [e.msg for e in fetch(r, 2, 0) if isinstance(e, Send)][0]
+    assert first.high_watermark == 0 and len(first.records) == 3   # data, old HW
+    fetch(r, 2, 3)                                                  # parked: nothing new
+    assert r.hw == 3                                                # the leader moved
+    second = [e.msg for e in produce(r, 1) if isinstance(e, Send)
+              and isinstance(e.msg, FetchResponse)]
+    assert second[0].high_watermark == 3 and second[0].records[0][0] == 3
+
+
+def test_acks_all_is_acknowledged_exactly_when_the_hw_passes_the_last_offset() -> None:
+    r = leader(isr=(1, 2))
+    effects = produce(r, 2)
+    assert not [e for e in effects if isinstance(e, Send)
+                and isinstance(e.msg, ProduceResponse)]
+    fetch(r, 2, 1)
+    assert not [e for e in r.drain() if isinstance(e, Send)]
+    acks = [e.msg for e in fetch(r, 2, 2) if isinstance(e, Send)
+            and isinstance(e.msg, ProduceResponse)]
+    assert acks and acks[0].error == NONE and acks[0].base_offset == 0
+
+
+def test_acks_all_below_min_isr_is_rejected_before_append() -> None:
+    r = leader(min_isr=2, isr=(1,))
+    resp = [e.msg for e in produce(r, 1) if isinstance(e, Send)][0]
+    assert resp.error == NOT_ENOUGH_REPLICAS and r.leo == 0
+
+
+def test_hw_does_not_advance_under_min_isr_from_3_7_but_did_in_2_8() -> None:
+    strict = leader("4.1", min_isr=2, isr=(1,))
+    produce(strict, 3, acks=1)
+    assert strict.hw == 0
+    old = leader("2.8", min_isr=2, isr=(1,))
+    produce(old, 3, acks=1)
+    assert old.hw == 3
+
+
+def test_isr_expands_only_when_follower_reaches_hw_and_leader_epoch_start() -> None:
+    r = leader(isr=(1, 3))
+    produce(r, 4)
+    fetch(r, 3, 4)
+    assert r.hw == 4 and r.leso == 0
+    fetch(r, 2, 2)
+    assert r.pending_isr is None                    # LEO 2 < HW 4
+    effects = fetch(r, 2, 4)
+    assert r.pending_isr == (1, 2, 3)
+    assert any(isinstance(e, Emit) and e.event == "alter_partition" for e in effects)
+    assert r.maximal_isr == (1, 2, 3)               # KIP-497: counts at once
+
+
+def test_kafka_7128_expansion_without_the_epoch_start_check() -> None:
+    """A new leader with a stale HW: LEO >= HW but < LESO must not join (KAFKA-7128)."""
+    for bugs, joins in (((), False), (("KAFKA-7128",), True)):
+        r = Replica("broker-1", 1, PartitionLog("orders", 0), rules_for("4.1", bugs),
+                    ReplicaConfig(), clean_start=True)
+        r.start()
+        r.log.append((0, "m", 1, 0, -1, -1, None), 1 << 30, 1 << 40, 0)
+        r.handle(PartitionState(1, "orders", 0, (1, 2, 3), 1, 2, (1, 2), (), 2, False),
+                 ("x", "y"))
+        r.drain()
+        assert r.leso == 1 and r.hw == 0
+        fetch(r, 3, 0)
+        assert (r.pending_isr is not None) == joins
+
+
+def test_isr_shrinks_a_follower_that_has_not_caught_up_within_the_lag() -> None:
+    from actors.messages import Tick
+    r = leader(isr=(1, 2, 3))
+    produce(r, 5, at_ms=0)
+    fetch(r, 2, 5, at_ms=100)
+    r.now_us = 40_000 * 1000
+    r.handle(Tick("isr_expiration", 0, 0), r.address)
+    assert r.pending_isr == (1, 2)                  # 3 never fetched: out of sync
+    assert r.isr == (1, 2, 3)                       # shrinks take effect on commit
+
+
+def test_leader_epoch_cache_end_offset_for_follows_kafka() -> None:
+    c = LeaderEpochCache([(0, 0), (1, 5), (3, 9)])
+    assert c.end_offset_for(3, 12) == (3, 12)       # latest epoch: the LEO
+    assert c.end_offset_for(1, 12) == (1, 9)        # start of the next epoch
+    assert c.end_offset_for(2, 12) == (1, 9)        # KIP-279: the epoch it belongs to
+    assert c.end_offset_for(-1, 12) == (-1, -1)
+    c.assign(2, 7)                                  # monotonic: drops (3, 9)
+    assert c.entries == [(0, 0), (1, 5), (2, 7)]
+
+
+def test_seed002_segments_0_11_23_with_log_start_25_make_the_first_two_deletable() -> None:
+    log = PartitionLog("orders", 0)
+    for i in range(30):
+        log.records.append((i, f"v{i}", 0, 0, -1, -1, None))
+    log.segments = [Segment(0, 100), Segment(11, 100), Segment(23, 100)]
+    gone = log.delete_segments_below(25)
+    assert [s.base_offset for s in gone] == [0, 11]
+    assert log.segments[0].base_offset == 23 and log.base == 23
