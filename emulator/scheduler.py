@@ -275,7 +275,8 @@ class Scheduler:
             batch: list[tuple[Any, ...]] = []
             while heap and heap[0][0] == t and heap[0][2] == DELIVER:
                 batch.append(heapq.heappop(heap))
-            self._results = results = [None] * len(batch)
+            results: list[tuple[Machine, list[Outbound]] | None] = [None] * len(batch)
+            self._results = results
             pending = 0
             for i, entry in enumerate(batch):
                 dst = entry[3]

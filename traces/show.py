@@ -1,0 +1,335 @@
+"""``isrlab show TRACE [filters]``: a trace as a readable terminal timeline.
+
+Design note
+-----------
+One line per event, in trace order, in aligned columns::
+
+      41.207  broker-1         orders-0   hw_update            orders-0 r2 41→57 (follower_fetch)
+
+time (virtual seconds with milliseconds), node, actor, event, then a compact rendering of
+the event's key fields (one renderer per event kind in ``_RENDER``; any other member is
+appended as ``key=value``, so nothing is hidden; big lists are summarised). Column widths are
+fixed (a stream has no look-ahead) and a longer name just pushes the line right.
+
+* Streaming: the trace is read with :func:`traces.reader.iter_events`, so it is verified as
+  it is shown: an altered line is refused before it is printed, a missing, swapped or cut
+  line stops the listing there, and the ``run_end`` digest is checked at the end. Any of
+  these is ``isrlab: <TraceError>`` on stderr and exit 2 (after the good lines shown, as a
+  streaming viewer must). ``--no-verify`` reads aborted or damaged traces as far as they
+  parse. A 100 MB trace costs constant memory.
+* Filters: ``--partition orders-0`` or ``--partition 0`` (every topic), ``--node broker-2``
+  or ``--node 2`` (plus the faults aimed at it), ``--from/--to`` seconds (inclusive),
+  ``--events hw_update,isr_change``; they combine (and).
+* Colour by event family when stdout is a terminal, never when ``NO_COLOR`` is set or the
+  output is piped (``--color always|never`` overrides). ``| head`` closing the pipe ends the
+  listing quietly (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+import orjson
+
+from traces.reader import Event, TraceError, iter_events
+
+__all__ = ["Filter", "format_event", "main", "parse_filter"]
+
+_RESET: Final = "\x1b[0m"
+_DIM: Final = "\x1b[2m"
+_COLOURS: Final[dict[str, str]] = {
+    "fault": "\x1b[1;31m", "node_crash": "\x1b[1;31m", "node_restart": "\x1b[32m",
+    "node_pause": "\x1b[31m", "node_resume": "\x1b[32m", "msg_drop": "\x1b[31m",
+    "frame_rejected": "\x1b[31m", "invariant_violation": "\x1b[1;41m",
+    "leader_elected": "\x1b[1;33m", "become_leader": "\x1b[33m", "become_follower": "\x1b[33m",
+    "isr_change": "\x1b[1;35m", "alter_partition": "\x1b[35m",
+    "alter_partition_result": "\x1b[35m", "partition_offline": "\x1b[1;31m",
+    "hw_update": "\x1b[34m", "leo_update": "\x1b[2;34m", "log_truncate": "\x1b[1;31m",
+    "produce_send": "\x1b[32m", "produce_ack": "\x1b[1;32m", "produce_error": "\x1b[31m",
+    "consume": "\x1b[36m", "offset_commit": "\x1b[2;36m", "offset_reset": "\x1b[1;36m",
+    "run_start": "\x1b[1m", "run_end": "\x1b[1m", "phase": "\x1b[1m",
+    "convergence": "\x1b[1m", "final_log": "\x1b[1m",
+}
+_HEAD: Final = ("seq", "ts_us", "event", "node", "actor")
+#: A value rendered longer than this is summarised (``records=[…120 items]``).
+_VALUE_WIDTH: Final = 60
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def _tp(ev: Event) -> str:
+    return f"{ev.get('topic', '?')}-{ev.get('partition', '?')}"
+
+
+def _r(v: Any) -> str:
+    return f"r{v}"
+
+
+def _isr(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ",".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def _val(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    text = orjson.dumps(v).decode()
+    if len(text) > _VALUE_WIDTH:
+        if isinstance(v, list):
+            return f"[…{len(v)} items]"
+        if isinstance(v, dict):
+            return f"{{…{len(v)} keys}}"
+        return text[: _VALUE_WIDTH - 1] + "…"
+    return text
+
+
+def _names(v: Any) -> str:
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return ",".join(v) or "-"
+    return _val(v)
+
+
+#: event -> (renderer, members it consumes); other members are appended as key=value.
+_Renderer = Callable[[Event], str]
+_RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
+    "leo_update": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} {e.get('old')}→{e.get('new')}",
+                   ("topic", "partition", "replica", "old", "new")),
+    "hw_update": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} {e.get('old')}→{e.get('new')} "
+                            f"({e.get('reason')})",
+                  ("topic", "partition", "replica", "old", "new", "reason")),
+    "log_truncate": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} leo "
+                               f"{e.get('old_leo')}→{e.get('new_leo')} ({e.get('reason')})",
+                     ("topic", "partition", "replica", "old_leo", "new_leo", "reason")),
+    "log_start_offset_update": (
+        lambda e: f"{_tp(e)} {_r(e.get('replica'))} log start {e.get('old')}→{e.get('new')} "
+                  f"({e.get('reason')})",
+        ("topic", "partition", "replica", "old", "new", "reason")),
+    "isr_change": (lambda e: f"{_tp(e)} isr {_isr(e.get('old'))}→{_isr(e.get('new'))} "
+                             f"({e.get('reason')}) epoch {e.get('leader_epoch')} "
+                             f"pe {e.get('partition_epoch')}",
+                   ("topic", "partition", "old", "new", "reason", "leader_epoch",
+                    "partition_epoch")),
+    "leader_elected": (lambda e: f"{_tp(e)} leader {_r(e.get('leader'))} epoch "
+                                 f"{e.get('leader_epoch')} isr {_isr(e.get('isr'))} "
+                                 f"({e.get('election')})",
+                       ("topic", "partition", "leader", "leader_epoch", "isr", "election")),
+    "become_leader": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} epoch {e.get('leader_epoch')} "
+                                f"isr {_isr(e.get('isr'))} leo {e.get('leo')} hw {e.get('hw')}",
+                      ("topic", "partition", "replica", "leader_epoch", "isr", "leo", "hw")),
+    "become_follower": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} follows "
+                                  f"{_r(e.get('leader'))} epoch {e.get('leader_epoch')} "
+                                  f"leo {e.get('leo')} hw {e.get('hw')}",
+                        ("topic", "partition", "replica", "leader", "leader_epoch", "leo",
+                         "hw")),
+    "produce_send": (lambda e: f"{_tp(e)} {e.get('value')} key={e.get('key')} "
+                               f"acks={e.get('acks')}",
+                     ("topic", "partition", "value", "key", "acks", "producer")),
+    "produce_ack": (lambda e: f"{_tp(e)} {e.get('value')} @{e.get('offset')} "
+                              f"acks={e.get('acks')}",
+                    ("topic", "partition", "value", "offset", "acks", "producer")),
+    "produce_error": (lambda e: f"{_tp(e)} {e.get('value')} {e.get('error')}",
+                      ("topic", "partition", "value", "error", "producer")),
+    "consume": (lambda e: f"{_tp(e)} {e.get('value')} @{e.get('offset')} hw {e.get('hw')}",
+                ("topic", "partition", "value", "offset", "hw", "group", "consumer")),
+    "offset_commit": (lambda e: f"{_tp(e)} {e.get('group')} @{e.get('offset')}",
+                      ("topic", "partition", "group", "offset", "consumer")),
+    "offset_reset": (lambda e: f"{_tp(e)} {e.get('group')} {e.get('old')}→{e.get('new')} "
+                               f"({e.get('policy')})",
+                     ("topic", "partition", "group", "old", "new", "policy", "consumer")),
+    "fault": (lambda e: f"{e.get('fault')} {e.get('phase')} {_names(e.get('target'))}",
+              ("fault", "phase", "target")),
+    "node_crash": (lambda e: f"{e.get('kind')}", ("kind",)),
+    "msg_drop": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} {e.get('msg')} "
+                           f"({e.get('reason')})",
+                 ("src", "dst", "msg", "reason")),
+    "frame_rejected": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} "
+                                 f"{e.get('error')}",
+                       ("src", "dst", "error")),
+    "final_log": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} log start "
+                            f"{e.get('log_start_offset')} hw {e.get('hw')} leo {e.get('leo')} "
+                            f"epoch {e.get('leader_epoch')}, "
+                            f"{len(e.get('records') or [])} records",
+                  ("topic", "partition", "replica", "log_start_offset", "hw", "leo",
+                   "leader_epoch", "records")),
+    "phase": (lambda e: f"{e.get('phase')}", ("phase",)),
+    "run_start": (lambda e: f"schema {e.get('schema')} isrlab {e.get('isrlab_version')} "
+                            f"scenario {(e.get('scenario') or {}).get('name')} seed "
+                            f"{e.get('seed')} protocol {e.get('protocol')}, "
+                            f"{len(e.get('fault_plan') or [])} planned faults",
+                  ("schema", "isrlab_version", "scenario", "seed", "protocol", "fault_plan")),
+    "run_end": (lambda e: f"{e.get('status')}, {e.get('events')} events",
+                ("status", "events", "sha256")),
+}
+
+
+def format_event(ev: Event, *, colour: bool = False) -> str:
+    """One aligned timeline line for an event."""
+    ts = ev.get("ts_us")
+    when = f"{ts / 1e6:10.3f}" if isinstance(ts, int) else f"{'?':>10}"
+    kind = str(ev.get("event", "?"))
+    renderer, used = _RENDER.get(kind, (None, ()))
+    parts = [renderer(ev)] if renderer is not None else []
+    if renderer is None and "topic" in ev and "partition" in ev:  # any partition event
+        parts, used = [_tp(ev)], ("topic", "partition")
+    rest = [f"{k}={_val(v)}" for k, v in ev.items() if k not in _HEAD and k not in used]
+    text = " ".join(parts)
+    extra = " ".join(rest)
+    node = f"{ev.get('node', '?')!s:<16}"
+    actor = f"{ev.get('actor', '?')!s:<10}"
+    name = f"{kind:<22}"
+    if not colour:
+        line = f"{when}  {node} {actor} {name} {text}"
+        return (f"{line} {extra}" if text else f"{line}{extra}").rstrip()
+    tint = _COLOURS.get(kind, "")
+    line = (f"{_DIM}{when}{_RESET}  {node} {_DIM}{actor}{_RESET} "
+            f"{tint}{name}{_RESET} {text}")
+    if extra:
+        line += (" " if text else "") + f"{_DIM}{extra}{_RESET}"
+    return line.rstrip()
+
+
+# --- filtering -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    topic: str | None = None
+    partition: int | None = None
+    node: str | None = None
+    from_us: int | None = None
+    to_us: int | None = None
+    events: frozenset[str] | None = None
+
+    def __call__(self, ev: Event) -> bool:
+        if self.events is not None and ev.get("event") not in self.events:
+            return False
+        ts = ev.get("ts_us")
+        if self.from_us is not None and isinstance(ts, int) and ts < self.from_us:
+            return False
+        if self.to_us is not None and isinstance(ts, int) and ts > self.to_us:
+            return False
+        if self.node is not None and ev.get("node") != self.node:
+            target = ev.get("target")  # a fault aimed at the node belongs to its story
+            if not (ev.get("event") == "fault" and isinstance(target, list)
+                    and self.node in target):
+                return False
+        if self.partition is not None:
+            if ev.get("partition") != self.partition:
+                return False
+            if self.topic is not None and ev.get("topic") != self.topic:
+                return False
+        return True
+
+
+def _partition(text: str) -> tuple[str | None, int]:
+    if text.isdigit():
+        return None, int(text)
+    topic, sep, p = text.rpartition("-")
+    if not sep or not topic or not p.isdigit():
+        raise ValueError(f"--partition: expected TOPIC-N (orders-0) or N, got {text!r}")
+    return topic, int(p)
+
+
+def parse_filter(args: argparse.Namespace) -> Filter:
+    """Build a :class:`Filter` from parsed arguments; ValueError names the bad option."""
+    topic, partition = _partition(args.partition) if args.partition else (None, None)
+    node = args.node
+    if node is not None and node.isdigit():
+        node = f"broker-{node}"
+
+    def seconds(opt: str, v: str | None) -> int | None:
+        if v is None:
+            return None
+        try:
+            s = float(v)
+        except ValueError:
+            raise ValueError(f"{opt}: expected seconds, got {v!r}") from None
+        return round(s * 1_000_000)
+
+    events = None
+    if args.events:
+        events = frozenset(e.strip() for e in args.events.split(",") if e.strip())
+    return Filter(topic, partition, node, seconds("--from", args.from_s),
+                  seconds("--to", args.to_s), events)
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def _use_colour(choice: str, out: TextIO) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def show(events: Iterable[Event], keep: Filter, out: TextIO, *, colour: bool) -> int:
+    """Write the timeline; return the number of events shown."""
+    shown = 0
+    for ev in events:
+        if keep(ev):
+            out.write(format_event(ev, colour=colour) + "\n")
+            shown += 1
+    return shown
+
+
+def main(argv: list[str]) -> int:
+    """``isrlab show TRACE [--partition P] [--node N] [--from T] [--to T] [--events K,..]``."""
+    parser = argparse.ArgumentParser(
+        prog="isrlab show", description="Show a trace as a timeline, one line per event.")
+    parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
+    parser.add_argument("--partition", metavar="P", help="orders-0, or 0 for every topic")
+    parser.add_argument("--node", metavar="N", help="broker-2, or 2; controller, producer-0…")
+    parser.add_argument("--from", dest="from_s", metavar="T", help="from T seconds")
+    parser.add_argument("--to", dest="to_s", metavar="T", help="up to T seconds (inclusive)")
+    parser.add_argument("--events", metavar="KIND,...", help="only these event kinds")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="read an aborted or damaged trace as far as it parses")
+    parser.add_argument("--color", "--colour", choices=("auto", "always", "never"),
+                        default="auto")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else 2
+    try:
+        keep = parse_filter(args)
+    except ValueError as exc:
+        print(f"isrlab: {exc}", file=sys.stderr)
+        return 2
+    out = sys.stdout
+    colour = _use_colour(args.color, out)
+    stream = iter_events(args.trace, verify=not args.no_verify)
+    try:
+        with stream:
+            show(stream, keep, out, colour=colour)
+            out.flush()
+    except TraceError as exc:
+        with contextlib.suppress(BrokenPipeError):
+            out.flush()
+        print(f"isrlab: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, and keep Python's exit-time
+        # flush of stdout from raising again
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    if args.no_verify:
+        for problem in stream.problems:
+            print(f"isrlab: warning: {problem}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))
