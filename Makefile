@@ -13,8 +13,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/isrlab run default --out out/demo/trace.jsonl || true
-	$(BIN)/isrlab check out/demo/trace.jsonl
+	$(BIN)/isrlab run default --out out/demo/trace.jsonl
+	$(BIN)/isrlab analyze out/demo/trace.jsonl --out out/demo/analysis
 	$(BIN)/isrlab report out/demo/trace.jsonl -o out/demo/report.html
 	@echo "report: out/demo/report.html"
 
