@@ -1,13 +1,23 @@
-"""A consumer group member: committed offsets, positions, fetches below the HW, resets.
+"""A consumer group member: group membership, committed offsets, fetches below the HW.
 
-The member owns the partitions the *range* or *round-robin* assignor gives its index in a
-group of ``members`` (static membership: a restarted member keeps its index, so a crash
-costs a restart, not a rebalance). On (re)start it reads the committed offset of each
-partition from the group coordinator broker; with none committed, or on
-OFFSET_OUT_OF_RANGE, it applies ``auto.offset.reset`` (earliest / latest / none) through
-ListOffsets. It fetches from the leader only what is below the HW (the leader enforces
-it) and traces each record as ``consume`` with the HW the fetch was served under.
-Positions are committed every ``auto.commit.interval.ms`` (``offset_commit``).
+Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protocol:
+
+1. **Join**: ``JoinGroup`` to the group's coordinator broker (a stable function of the
+   group id); the coordinator answers with the member's partitions for the current
+   *generation* (``GroupAssignment``), and pushes a new one whenever membership changes.
+2. **Assignment**: partitions taken away are committed and dropped; new ones start from
+   the committed offset (``OffsetFetch``) or, with none committed or on
+   OFFSET_OUT_OF_RANGE, from ``auto.offset.reset`` (earliest / latest / none) via
+   ListOffsets.
+3. **Fetch**: from the partition's leader, which serves only what is below the HW; each
+   record is traced as ``consume`` with the HW it was served under.
+4. **Heartbeat** every ``heartbeat.interval.ms``; ``UNKNOWN_MEMBER_ID`` (the coordinator
+   restarted, or expired us) means join again. Positions are committed every
+   ``auto.commit.interval.ms`` with the generation, so a zombie's commit is rejected.
+
+A restarted consumer process is a new incarnation of the same member name: the
+coordinator rebalances at once and the member resumes from the committed offsets, which
+is Kafka's at-least-once: records after the last commit are read again.
 """
 
 from __future__ import annotations
@@ -22,8 +32,13 @@ from actors.messages import (
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
+    UNKNOWN_MEMBER_ID,
     Fetch,
     FetchResponse,
+    GroupAssignment,
+    GroupHeartbeat,
+    GroupHeartbeatResponse,
+    JoinGroup,
     ListOffsets,
     ListOffsetsResponse,
     OffsetCommit,
@@ -44,19 +59,12 @@ class ConsumerConfig:
     assignor: str = "range"
     auto_offset_reset: str = "latest"
     auto_commit_interval_ms: int = 5000
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
     request_timeout_ms: int = 30000
     fetch_max_wait_ms: int = 500
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
-
-
-def assign(partitions: int, members: int, member: int, assignor: str) -> tuple[int, ...]:
-    """Kafka's RangeAssignor / RoundRobinAssignor for one topic."""
-    if assignor == "roundrobin":
-        return tuple(p for p in range(partitions) if p % members == member)
-    per, extra = divmod(partitions, members)
-    start = member * per + min(member, extra)
-    return tuple(range(start, start + per + (1 if member < extra else 0)))
 
 
 def coordinator_for(group: str, brokers: tuple[int, ...]) -> int:
@@ -65,26 +73,61 @@ def coordinator_for(group: str, brokers: tuple[int, ...]) -> int:
 
 
 class Consumer(Client):
-    def __init__(self, node: str, cfg: ConsumerConfig, *, brokers: tuple[int, ...]) -> None:
+    def __init__(self, node: str, cfg: ConsumerConfig, *, brokers: tuple[int, ...],
+                 incarnation: int = 1) -> None:
         super().__init__(node, "consumer", brokers=brokers,
                          request_timeout_ms=cfg.request_timeout_ms,
                          retry_backoff_ms=cfg.retry_backoff_ms)
         self.cfg = cfg
-        self.assigned = assign(cfg.partitions, cfg.members, cfg.member, cfg.assignor)
+        self.incarnation = incarnation
+        self.assigned: tuple[int, ...] = ()
+        self.generation = -1
         self.coordinator = (f"broker-{coordinator_for(cfg.group, brokers)}", "broker")
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
         self.consumer_name = f"{cfg.group}-{cfg.member}"
+        self._join_corr = -1
+        self._last_coordinator_ms = 0
 
+    # -- group membership --------------------------------------------------------------------
     def start(self) -> None:
-        self.emit("rebalance", group=self.cfg.group, generation=1,
-                  assignment=list(self.assigned), member=self.cfg.member)
         self.refresh_metadata()
-        for p in self.assigned:
-            self._offset_fetch(p)
+        self._join()
+        self.timer(self.cfg.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
         self.timer(self.cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
 
+    def _join(self) -> None:
+        cfg = self.cfg
+        corr = self.next_correlation()
+        self._join_corr = corr
+        self._last_coordinator_ms = self.now_ms
+        self.send(self.coordinator, JoinGroup(cfg.group, self.consumer_name, self.incarnation,
+                                              cfg.topic, cfg.partitions, cfg.assignor,
+                                              cfg.session_timeout_ms, corr))
+        self.timer(cfg.request_timeout_ms, Tick("join_timeout", corr, 0))
+
+    def _on_assignment(self, a: GroupAssignment) -> None:
+        if a.generation < self.generation:
+            return
+        self._join_corr = -1
+        self._last_coordinator_ms = self.now_ms
+        new = tuple(a.partitions)
+        revoked = [p for p in self.assigned if p not in new]
+        self._commit(revoked)                      # eager protocol: commit, then give up
+        for p in revoked:
+            self.position.pop(p, None)
+            self.outstanding.pop(p, None)
+        self.generation = a.generation
+        old = self.assigned
+        self.assigned = new
+        self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
+                  generation=a.generation, partitions=list(new), revoked=revoked)
+        for p in new:
+            if p not in old:
+                self._offset_fetch(p)
+
+    # -- per partition -----------------------------------------------------------------------
     def _offset_fetch(self, p: int) -> None:
         corr = self.next_correlation()
         self.outstanding[p] = corr
@@ -128,6 +171,8 @@ class Consumer(Client):
         self.timer(self.cfg.retry_backoff_ms * 10, Tick("retry", 0, p))
 
     def _resume(self, p: int) -> None:
+        if p not in self.assigned:
+            return
         if p not in self.position:
             self._offset_fetch(p)
         elif self.position[p] < 0:
@@ -135,6 +180,13 @@ class Consumer(Client):
         else:
             self._fetch(p)
 
+    def _mine(self, p: int, correlation: int) -> bool:
+        if self.outstanding.get(p) != correlation or p not in self.assigned:
+            return False
+        del self.outstanding[p]
+        return True
+
+    # -- messages ----------------------------------------------------------------------------
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
         if self.handle_metadata(msg):
             return
@@ -142,9 +194,8 @@ class Consumer(Client):
         cfg = self.cfg
         if t is FetchResponse:
             p = msg.partition
-            if self.outstanding.get(p) != msg.correlation:
+            if not self._mine(p, msg.correlation):
                 return
-            del self.outstanding[p]
             if msg.error == NONE:
                 pos = self.position[p]
                 for rec in msg.records:
@@ -164,9 +215,8 @@ class Consumer(Client):
                 self._retry_later(p)
         elif t is OffsetFetchResponse:
             p = msg.partition
-            if self.outstanding.get(p) != msg.correlation:
+            if not self._mine(p, msg.correlation):
                 return
-            del self.outstanding[p]
             if msg.error != NONE:
                 self._retry_later(p)
             elif msg.offset >= 0:
@@ -177,9 +227,8 @@ class Consumer(Client):
                 self._reset(p, -1)
         elif t is ListOffsetsResponse:
             p = msg.partition
-            if self.outstanding.get(p) != msg.correlation:
+            if not self._mine(p, msg.correlation):
                 return
-            del self.outstanding[p]
             if msg.error != NONE:
                 self.refresh_metadata()
                 self._retry_later(p)
@@ -191,29 +240,51 @@ class Consumer(Client):
                       policy=cfg.auto_offset_reset)
             self.position[p] = msg.offset
             self._fetch(p)
+        elif t is GroupAssignment:
+            self._on_assignment(msg)
+        elif t is GroupHeartbeatResponse:
+            self._last_coordinator_ms = self.now_ms
+            if msg.error == UNKNOWN_MEMBER_ID:
+                self._join()
         elif t is OffsetCommitResponse:
             pass
         elif t is Tick:
-            k = msg.kind
-            if k == "timeout":
-                p = msg.arg
-                if self.outstanding.get(p) == msg.token:
-                    del self.outstanding[p]
-                    self.refresh_metadata()
-                    self._resume(p)
-            elif k == "retry":
-                if msg.arg not in self.outstanding:
-                    self._resume(msg.arg)
-            elif k == "commit":
-                self._commit()
-                self.timer(cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
+            self._on_tick(msg)
 
-    def _commit(self) -> None:
-        for p in self.assigned:
+    def _on_tick(self, msg: Tick) -> None:
+        cfg = self.cfg
+        k = msg.kind
+        if k == "timeout":
+            p = msg.arg
+            if self.outstanding.get(p) == msg.token:
+                del self.outstanding[p]
+                self.refresh_metadata()
+                self._resume(p)
+        elif k == "retry":
+            if msg.arg not in self.outstanding:
+                self._resume(msg.arg)
+        elif k == "commit":
+            self._commit(self.assigned)
+            self.timer(cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
+        elif k == "heartbeat":
+            if self.generation >= 0:
+                self.send(self.coordinator, GroupHeartbeat(
+                    cfg.group, self.consumer_name, self.incarnation, self.generation))
+                if self.now_ms - self._last_coordinator_ms > cfg.session_timeout_ms:
+                    self._join()   # the coordinator has been silent: find it again
+            self.timer(cfg.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+        elif k == "join_timeout":
+            if msg.token == self._join_corr:
+                self._join()
+
+    def _commit(self, partitions: tuple[int, ...] | list[int]) -> None:
+        for p in partitions:
             pos = self.position.get(p, -1)
             if pos >= 0 and pos != self.committed.get(p):
                 self.committed[p] = pos
                 self.emit("offset_commit", group=self.cfg.group, consumer=self.consumer_name,
-                          topic=self.cfg.topic, partition=p, offset=pos)
-                self.send(self.coordinator, OffsetCommit(self.cfg.group, self.cfg.topic, p,
-                                                         pos, self.next_correlation()))
+                          topic=self.cfg.topic, partition=p, offset=pos,
+                          generation=self.generation)
+                self.send(self.coordinator, OffsetCommit(
+                    self.cfg.group, self.cfg.topic, p, pos, self.generation,
+                    self.next_correlation()))

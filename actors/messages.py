@@ -34,6 +34,9 @@ STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
+ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
+REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
+UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
 
 RETRIABLE = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
                        NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -221,6 +224,7 @@ class OffsetCommit:
     topic: str
     partition: int
     offset: int
+    generation: int          # -1: a simple (group-less) commit
     correlation: int
 
 
@@ -282,3 +286,48 @@ class Tick:
     kind: str
     token: int
     arg: int
+
+
+# --- consumer groups -------------------------------------------------------------------------
+@message(30)
+@dataclass(frozen=True, slots=True)
+class JoinGroup:
+    group: str
+    member: str              # stable member name (client id); a restart rejoins anew
+    incarnation: int
+    topic: str
+    partitions: int
+    assignor: str            # "range" | "roundrobin"
+    session_timeout_ms: int
+    correlation: int
+
+
+@message(31)
+@dataclass(frozen=True, slots=True)
+class GroupAssignment:
+    """JoinGroup/SyncGroup response and rebalance notification, in one (eager protocol)."""
+
+    group: str
+    member: str
+    generation: int
+    partitions: tuple[int, ...]
+    error: str
+    correlation: int
+
+
+@message(32)
+@dataclass(frozen=True, slots=True)
+class GroupHeartbeat:
+    group: str
+    member: str
+    incarnation: int
+    generation: int
+
+
+@message(33)
+@dataclass(frozen=True, slots=True)
+class GroupHeartbeatResponse:
+    group: str
+    member: str
+    error: str               # NONE | REBALANCE_IN_PROGRESS | UNKNOWN_MEMBER_ID
+    generation: int

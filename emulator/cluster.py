@@ -174,13 +174,16 @@ class Cluster:
                     members=c["members"], assignor=c["partition.assignment.strategy"],
                     auto_offset_reset=c["auto.offset.reset"],
                     auto_commit_interval_ms=c["auto.commit.interval.ms"],
+                    session_timeout_ms=c["session.timeout.ms"],
+                    heartbeat_interval_ms=c["heartbeat.interval.ms"],
                     fetch_max_wait_ms=c["fetch.max.wait.ms"],
                     max_poll_records=c["max.poll.records"])
                 name = f"consumer-{c['group']}-{m}"
 
                 def consumer_factory(node: Node, ccfg: ConsumerConfig = ccfg
                                      ) -> list[Machine]:
-                    return [Consumer(node.name, ccfg, brokers=self.broker_ids)]
+                    return [Consumer(node.name, ccfg, brokers=self.broker_ids,
+                                     incarnation=node.incarnation)]
                 self.sched.add_node(Node(name, NoDisk(), consumer_factory))
                 self.node_names.append(name)
                 self.consumers.append(name)

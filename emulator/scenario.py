@@ -154,6 +154,8 @@ CONSUMER: dict[str, Key] = {
     "partition.assignment.strategy": Key(STR, "range", _one_of("range", "roundrobin")),
     "auto.offset.reset": Key(STR, "latest", _one_of("earliest", "latest", "none")),
     "auto.commit.interval.ms": Key(INT, 5000, _pos),
+    "session.timeout.ms": Key(INT, 45000, _pos),
+    "heartbeat.interval.ms": Key(INT, 3000, _pos),
     "fetch.max.wait.ms": Key(INT, 500, _nonneg),
     "max.poll.records": Key(INT, 500, _pos),
 }

@@ -1,0 +1,139 @@
+"""Producers and consumer groups (issue 4): ownership, delivery, at-least-once resume."""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from emulator.cluster import run
+from emulator.scenario import load
+from traces.checker import check_events
+from traces.writer import TraceWriter
+
+TWO_GROUPS = """
+name = "two-groups"
+description = "two groups on one topic; a consumer crash"
+duration_s = 12.0
+heal_s = 60.0
+
+[[topics]]
+name = "orders"
+partitions = 4
+"replication.factor" = 3
+"min.insync.replicas" = 2
+
+[[producers]]
+topic = "orders"
+rate = 100
+
+[[consumers]]
+group = "ga"
+topic = "orders"
+members = 2
+"auto.offset.reset" = "earliest"
+"auto.commit.interval.ms" = 1000
+
+[[consumers]]
+group = "gb"
+topic = "orders"
+members = 3
+"partition.assignment.strategy" = "roundrobin"
+"auto.offset.reset" = "earliest"
+
+[[faults.plan]]
+at_s = 5.0
+fault = "crash"
+target = "consumer-ga-1"
+duration_s = 2.0
+"""
+
+
+def _run(tmp_path: Path, text: str, seed: int = 1) -> list[dict[str, Any]]:
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    buf = io.BytesIO()
+    res = run(load(str(f), ["invariants=true"]), seed, None,
+              writer=TraceWriter(None, buffer=buf))
+    assert res.status == "ok", res.error
+    return [orjson.loads(x) for x in buf.getvalue().splitlines()]
+
+
+def _committed_values(evs: list[dict[str, Any]]) -> set[str]:
+    """Records of the final committed log (the final leader's records below its HW)."""
+    leader: dict[int, int] = {}
+    for e in evs:
+        if e["event"] == "leader_elected":
+            leader[e["partition"]] = e["leader"]
+    out = set()
+    for e in evs:
+        if e["event"] == "final_log" and leader.get(e["partition"]) == e["replica"]:
+            out |= {v for off, v, _ in e["records"] if off < e["hw"]}
+    return out
+
+
+def test_each_partition_has_exactly_one_owner_per_group_after_rebalances(
+        tmp_path: Path) -> None:
+    evs = _run(tmp_path, TWO_GROUPS)
+    final: dict[str, dict[str, list[int]]] = {}
+    for e in evs:
+        if e["event"] == "rebalance":
+            final[e["group"]] = e["assignment"]
+    for group, members in (("ga", 2), ("gb", 3)):
+        owners = defaultdict(list)
+        for member, parts in final[group].items():
+            for p in parts:
+                owners[p].append(member)
+        assert sorted(owners) == [0, 1, 2, 3], group
+        assert all(len(m) == 1 for m in owners.values()), (group, owners)
+        assert len(final[group]) == members
+
+
+def test_two_groups_each_receive_every_committed_record(tmp_path: Path) -> None:
+    evs = _run(tmp_path, TWO_GROUPS)
+    committed = _committed_values(evs)
+    assert len(committed) > 500
+    for group in ("ga", "gb"):
+        seen = {e["value"] for e in evs if e["event"] == "consume" and e["group"] == group}
+        assert committed <= seen, f"{group} missed {len(committed - seen)} records"
+
+
+def test_no_consumer_reads_at_or_above_the_hw_it_was_served_under(tmp_path: Path) -> None:
+    evs = _run(tmp_path, TWO_GROUPS)
+    reads = [e for e in evs if e["event"] == "consume"]
+    assert reads and all(e["offset"] < e["hw"] for e in reads)
+    assert check_events(evs).anomalies["read_uncommitted"] == 0
+
+
+def test_restarted_consumer_resumes_from_the_committed_offset(tmp_path: Path) -> None:
+    evs = _run(tmp_path, TWO_GROUPS)
+    crash = next(e for e in evs if e["event"] == "node_crash" and e["node"] == "consumer-ga-1")
+    owned = next(e for e in reversed(evs[:crash["seq"]]) if e["event"] == "assignment"
+                 and e["consumer"] == "ga-1")["partitions"]
+    assert owned
+    commits: dict[int, int] = {}
+    for e in evs[:crash["seq"]]:
+        if e["event"] == "offset_commit" and e["group"] == "ga":
+            commits[e["partition"]] = e["offset"]
+    last_read = {p: max(e["offset"] for e in evs[:crash["seq"]] if e["event"] == "consume"
+                        and e["group"] == "ga" and e["partition"] == p) for p in owned}
+    first_after: dict[int, int] = {}
+    for e in evs[crash["seq"]:]:
+        if (e["event"] == "consume" and e["group"] == "ga" and e["partition"] in owned
+                and e["partition"] not in first_after):
+            first_after[e["partition"]] = e["offset"]
+    for p in owned:
+        # no committed record is skipped: reading resumes exactly at the committed offset
+        assert first_after[p] == commits[p], (p, first_after[p], commits[p])
+        # at-least-once: what was read after the last commit is read again, nothing more
+        assert commits[p] <= last_read[p] + 1
+    reads: dict[str, int] = defaultdict(int)
+    for e in evs:
+        if e["event"] == "consume" and e["group"] == "ga":
+            reads[e["value"]] += 1
+    again = {v for v, n in reads.items() if n > 1}
+    assert all(reads[v] == 2 for v in again)
+    assert len(again) <= sum(last_read[p] + 1 - commits[p] for p in owned)
