@@ -139,8 +139,8 @@ class Broker(Machine):
                           for tp, (leader, epoch) in sorted(self.metadata.items()))
             self.send(src, MetadataResponse(parts, msg.correlation))
         elif t is OffsetCommit:
-            g = self.groups.get(msg.group)
-            if msg.generation >= 0 and (g is None or g.generation != msg.generation):
+            group = self.groups.get(msg.group)
+            if msg.generation >= 0 and (group is None or group.generation != msg.generation):
                 err = ILLEGAL_GENERATION   # a zombie member of an older generation
             else:
                 err = NONE

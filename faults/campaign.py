@@ -100,6 +100,11 @@ WORK: Final = "tmp"
 PROGRESS_EVERY_S: Final = 5.0
 #: How often the driver wakes up to refresh progress and look at the Ctrl-C flag.
 POLL_S: Final = 0.25
+#: For a local master: the JVM only schedules tasks, so the C1-only JIT and the serial GC
+#: (about half of Spark's start-up, STACK_NOTES §3.8).
+LOCAL_SPARK_CONF: Final = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
 #: Failing seeds listed with their reproduce command in the summary.
 SHOW_FAILURES: Final = 5
 
@@ -410,7 +415,8 @@ def _drive_spark(master: str, job: Job, seeds: Sequence[int],
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from spark_analysis.session import build_session
 
-    spark = build_session(master, app_name="isrlab-campaign")
+    conf = LOCAL_SPARK_CONF if master.startswith("local") else {}
+    spark = build_session(master, app_name="isrlab-campaign", conf=conf)
     try:
         ctx = spark.sparkContext
         wave = max(2 * int(ctx.defaultParallelism), 1)
