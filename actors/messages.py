@@ -331,3 +331,24 @@ class GroupHeartbeatResponse:
     member: str
     error: str               # NONE | REBALANCE_IN_PROGRESS | UNKNOWN_MEMBER_ID
     generation: int
+
+
+# --- admin ---------------------------------------------------------------------------------
+@message(34)
+@dataclass(frozen=True, slots=True)
+class DeleteRecords:
+    topic: str
+    partition: int
+    offset: int              # -1: up to the HW
+    timeout_ms: int
+    correlation: int
+
+
+@message(35)
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsResponse:
+    topic: str
+    partition: int
+    error: str
+    low_watermark: int
+    correlation: int

@@ -160,6 +160,16 @@ class Producer(Client):
         self.inflight_per_partition[batch.partition] += 1
         self.timer(self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0))
 
+    def _reenqueue(self, batch: Batch) -> None:
+        """Put a failed batch back in sequence order (``RecordAccumulator.reenqueue``):
+        several batches failing together must be resent oldest first."""
+        q = self.queues[batch.partition]
+        first = batch.records[0][2]
+        i = 0
+        while i < len(q) and q[i].records and q[i].records[0][2] < first:
+            i += 1
+        q.insert(i, batch)
+
     def _fail(self, batch: Batch, error: str) -> None:
         for v, _k, _s in batch.records:
             self.emit("produce_error", topic=self.cfg.topic, partition=batch.partition,
@@ -180,7 +190,7 @@ class Producer(Client):
         elif (error in RETRIABLE and batch.attempts <= cfg.retries
               and self.now_ms - batch.created_ms < cfg.delivery_timeout_ms):
             batch.last_error = error
-            self.queues[batch.partition].appendleft(batch)
+            self._reenqueue(batch)
             self.refresh_metadata()
             self.timer(cfg.retry_backoff_ms, Tick("retry", 0, 0))
             return

@@ -53,6 +53,8 @@ from actors.messages import (
     UNKNOWN_LEADER_EPOCH,
     AlterPartition,
     AlterPartitionResponse,
+    DeleteRecords,
+    DeleteRecordsResponse,
     BrokerStates,
     Fetch,
     FetchResponse,
@@ -160,6 +162,7 @@ class Replica(Machine):
         self.delayed: list[DelayedProduce] = []
         self.parked: list[ParkedFetch] = []
         self.producers: dict[int, tuple[int, int]] = {}   # pid -> (last seq, last offset)
+        self.delayed_deletes: list[tuple[Address, DeleteRecords, int, int]] = []
         self._token = 0
         self._correlation = 0
         self._outstanding = -1           # follower: correlation of the request in flight
@@ -239,6 +242,8 @@ class Replica(Machine):
             self._on_broker_states(msg)
         elif t is ListOffsets:
             self._on_list_offsets(msg, src)
+        elif t is DeleteRecords:
+            self._on_delete_records(msg, src)
         if self.cfg.invariants:
             self._check_invariants()
 
@@ -367,6 +372,10 @@ class Replica(Machine):
         self._complete_parked()
 
     def _resign(self) -> None:
+        for src, req, _offset, _token in self.delayed_deletes:
+            self.send(src, DeleteRecordsResponse(self.topic, self.partition,
+                                                 NOT_LEADER_OR_FOLLOWER, -1, req.correlation))
+        self.delayed_deletes = []
         for d in self.delayed:
             self._respond_produce(d.src, d.req, NOT_LEADER_OR_FOLLOWER, -1)
         self.delayed = []
@@ -493,8 +502,17 @@ class Replica(Machine):
         if pid >= 0:
             last = self.producers.get(pid)
             if last is not None and seq <= last[0]:
-                # duplicate batch (a retry): answer with where it landed
-                self._respond_produce(src, req, NONE, last[1] - (last[0] - seq))
+                # a duplicate batch (a retry): it keeps its original offsets and, with
+                # acks=all, is still acknowledged only once the HW has passed them
+                base = last[1] - (last[0] - seq)
+                if req.acks == -1:
+                    d = DelayedProduce(src, req, base + len(req.records), base,
+                                       self._next_token())
+                    self.delayed.append(d)
+                    self.timer(req.timeout_ms, Tick("produce_timeout", d.token, 0))
+                    self._complete_delayed()
+                else:
+                    self._respond_produce(src, req, NONE, base)
                 return
             expected = 0 if last is None else last[0] + 1
             if seq != expected:
@@ -584,6 +602,8 @@ class Replica(Machine):
         self._maybe_expand_isr(req.replica, req.broker_epoch)
         if changed:
             self._maybe_increment_leader_hw("follower_fetch")
+        if self.delayed_deletes:
+            self._complete_deletes()
 
     def _answer_follower_fetch(self, src: Address, req: Fetch) -> None:
         recs = self.log.read(req.fetch_offset, self.leo,
@@ -641,6 +661,48 @@ class Replica(Machine):
             epoch = req.leader_epoch   # pre-KIP-279: no "epoch of the end offset"
         self.send(src, OffsetsForLeaderEpochResponse(
             self.topic, self.partition, NONE, epoch, end, req.correlation))
+
+    # -- DeleteRecords (KIP-107) -----------------------------------------------------------
+    def low_watermark(self) -> int:
+        """``Partition.lowWatermarkIfLeader``: min logStartOffset over live replicas."""
+        low = self.log.log_start_offset
+        for b, st in self.followers.items():
+            state = self.broker_epochs.get(b)
+            alive = state is None or not state[1]
+            if alive and st.log_start_offset >= 0:
+                low = min(low, st.log_start_offset)
+            elif alive:
+                low = min(low, 0)
+        return low
+
+    def _on_delete_records(self, req: DeleteRecords, src: Address) -> None:
+        if self.role != "leader":
+            self.send(src, DeleteRecordsResponse(self.topic, self.partition,
+                                                 NOT_LEADER_OR_FOLLOWER, -1, req.correlation))
+            return
+        offset = self.hw if req.offset < 0 else req.offset
+        if offset > self.hw:
+            self.send(src, DeleteRecordsResponse(self.topic, self.partition,
+                                                 OFFSET_OUT_OF_RANGE, -1, req.correlation))
+            return
+        self._increment_log_start_offset(offset, "client_deletion")
+        token = self._next_token()
+        self.delayed_deletes.append((src, req, offset, token))
+        self.timer(req.timeout_ms, Tick("delete_timeout", token, 0))
+        self._complete_deletes()
+
+    def _complete_deletes(self) -> None:
+        if not self.delayed_deletes:
+            return
+        low = self.low_watermark()
+        keep = []
+        for src, req, offset, token in self.delayed_deletes:
+            if low >= offset:
+                self.send(src, DeleteRecordsResponse(self.topic, self.partition, NONE, low,
+                                                     req.correlation))
+            else:
+                keep.append((src, req, offset, token))
+        self.delayed_deletes = keep
 
     def _on_list_offsets(self, req: ListOffsets, src: Address) -> None:
         if self.role != "leader":
@@ -869,6 +931,15 @@ class Replica(Machine):
                 proposed = self.pending_isr
                 kind = "shrink" if len(proposed) < len(self.isr) else "expand"
                 self._propose_isr(proposed, kind)
+        elif k == "delete_timeout":
+            for i, (src, req, _offset, token) in enumerate(self.delayed_deletes):
+                if token == t.token:
+                    del self.delayed_deletes[i]
+                    self.send(src, DeleteRecordsResponse(self.topic, self.partition,
+                                                         REQUEST_TIMED_OUT,
+                                                         self.low_watermark(),
+                                                         req.correlation))
+                    break
         elif k == "produce_timeout":
             for i, d in enumerate(self.delayed):
                 if d.token == t.token:

@@ -26,6 +26,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from actors.admin import Admin
 from actors.broker import Broker
 from actors.consumer import Consumer, ConsumerConfig
 from actors.controller import Controller, ControllerStore, PartitionRecord
@@ -164,6 +165,14 @@ class Cluster:
                                  brokers=self.broker_ids)]
             self.sched.add_node(Node(name, NoDisk(), producer_factory))
             self.node_names.append(name)
+
+        if sc.get("admin"):
+            actions = list(sc["admin"])
+
+            def admin_factory(node: Node) -> list[Machine]:
+                return [Admin(node.name, actions, brokers=self.broker_ids)]
+            self.sched.add_node(Node("admin", NoDisk(), admin_factory))
+            self.node_names.append("admin")
 
         self.consumers: list[str] = []
         for c in sc["consumers"]:

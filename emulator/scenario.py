@@ -184,7 +184,15 @@ EXPECT: dict[str, Key] = {
 }
 
 SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect",
-            "catalog")
+            "catalog", "admin")
+
+ADMIN: dict[str, Key] = {
+    "at_s": Key(NUM, None, _nonneg),
+    "op": Key(STR, None, _one_of("delete_records")),
+    "topic": Key(STR, None),
+    "partition": Key(INT, 0, _nonneg),
+    "offset": Key(INT, -1, lambda v: None if v >= -1 else "must be >= -1 (-1: the HW)"),
+}
 
 CATALOG: dict[str, Key] = {
     "reference": Key(STR, ""),          # KAFKA_REFERENCE section 2 id, e.g. "S1"
@@ -208,7 +216,7 @@ class _Source:
         return None
 
     def error(self, path: str, message: str) -> ScenarioError:
-        key = re.sub(r"^(cluster|network|faults|expect|topics|producers|consumers)"
+        key = re.sub(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
                      r"(\[\d+\])?\.", "", path)
         key = re.sub(r"^(delay|plan\[\d+\])\.", "", key)
         return ScenarioError(self.file, path, message, self.line_of(key))
@@ -342,6 +350,17 @@ def resolve(raw: dict[str, Any], file: str, text: str = "") -> dict[str, Any]:
                 raise src.error(f"expect.{key}", f"unknown anomaly {a!r}")
     sc["expect"] = expect
     sc["catalog"] = _check_table(src, "catalog", raw.get("catalog", {}), CATALOG)
+    admin = []
+    for i, a in enumerate(raw.get("admin", [])):
+        act = _check_table(src, f"admin[{i}]", a, ADMIN)
+        matching = [t for t in topics if t["name"] == act["topic"]]
+        if not matching:
+            raise src.error(f"admin[{i}].topic", f"unknown topic {act['topic']!r}")
+        if act["partition"] >= matching[0]["partitions"]:
+            raise src.error(f"admin[{i}].partition", f"topic {act['topic']!r} has "
+                            f"{matching[0]['partitions']} partitions")
+        admin.append(act)
+    sc["admin"] = admin
     return sc
 
 
@@ -386,13 +405,14 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value   # a bare word: take it as a string
-    m = re.match(r"^(cluster|network|faults|expect|topics|producers|consumers)(\[(\d+)\])?\.(.+)$",
+    m = re.match(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
+                 r"(\[(\d+)\])?\.(.+)$",
                  key)
     if m is None:
         raw[key] = parsed
         return
     section, idx, sub = m.group(1), int(m.group(3) or 0), m.group(4)
-    if section in ("topics", "producers", "consumers"):
+    if section in ("topics", "producers", "consumers", "admin"):
         arr = raw.setdefault(section, [{}] if section == "topics" else [])
         if idx >= len(arr):
             raise ScenarioError("--set", key, f"{section} has no element {idx} in {file}")

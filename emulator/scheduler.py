@@ -145,6 +145,17 @@ class Scheduler:
         node.held = []
         node.storage.crash(power_loss)
         self.emit(name, "sim", "node_crash", kind="power_loss" if power_loss else "process")
+        # Volatile state dies with the process: its pending timers, and frames on the wire
+        # to it (their connections are reset), never reach the next incarnation.
+        kept: list[tuple[Any, ...]] = []
+        lost: list[tuple[Any, ...]] = []
+        for entry in self._heap:
+            (lost if entry[2] == DELIVER and entry[3][0] == name else kept).append(entry)
+        if lost:
+            self._heap[:] = kept
+            heapq.heapify(self._heap)
+            for entry in sorted(lost, key=lambda e: (e[0], e[1])):
+                self._drop(entry[4], entry[3], entry[5], "node_down")
 
     def restart_node(self, name: str) -> None:
         if self.nodes[name].state != "down":
