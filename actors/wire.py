@@ -66,7 +66,8 @@ class Codec:
 def decode(frame: bytes) -> Any:
     if len(frame) < 5:
         raise FrameError("frame shorter than its checksum")
-    payload, (crc,) = frame[:-4], _CRC.unpack(frame[-4:])
+    payload = memoryview(frame)[:-4]   # no copy
+    (crc,) = _CRC.unpack_from(frame, len(frame) - 4)
     if zlib.crc32(payload) != crc:
         raise FrameError("checksum mismatch")
     try:

@@ -43,10 +43,11 @@ from traces.writer import TraceWriter
 DELIVER: Final = 0
 CONTROL: Final = 1
 
-# A frame in an actor's inbox: (cause index in the batch, src address, frame bytes).
-Inbound = tuple[int, tuple[str, str], bytes]
-# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, frame) | Emit
-Outbound = tuple[str, Any, bytes] | Emit
+# An actor's inbox item: (cause index in the batch, src address, msgpack frame bytes — or,
+# for a timer, the timer message itself: timers are in-process and never cross the wire).
+Inbound = tuple[int, tuple[str, str], Any]
+# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, msg) | Emit
+Outbound = tuple[str, Any, Any] | Emit
 
 
 class Storage(Protocol):
@@ -193,12 +194,15 @@ class Scheduler:
         codec = Codec()
         async for cause, src, frame in inbox:
             m.now_us = self.now
-            try:
-                msg = decode(frame)
-            except FrameError as exc:
-                m.frame_rejected(src, str(exc))
+            if type(frame) is bytes:
+                try:
+                    msg = decode(frame)
+                except FrameError as exc:
+                    m.frame_rejected(src, str(exc))
+                else:
+                    m.handle(msg, src)
             else:
-                m.handle(msg, src)
+                m.handle(frame, src)   # a timer: in-process, never on the wire
             self._results[cause] = (m, self._encode(codec, m.drain()))
             self._pending -= 1
             if self._pending == 0:
@@ -211,7 +215,7 @@ class Scheduler:
             if type(e) is Send:
                 out.append(("s", e.dst, codec.encode(e.msg)))
             elif type(e) is Timer:
-                out.append(("t", e.delay_us, codec.encode(e.msg)))
+                out.append(("t", e.delay_us, e.msg))
             else:
                 out.append(e)
         return out
@@ -323,7 +327,9 @@ class Scheduler:
             "msg": _msg_name(frame), "reason": reason})
 
 
-def _msg_name(frame: bytes) -> str:
+def _msg_name(frame: Any) -> str:
+    if type(frame) is not bytes:
+        return type(frame).__name__
     try:
         return type(decode(frame)).__name__
     except FrameError:

@@ -4,9 +4,10 @@ Per STACK_NOTES section 1: no global ``structlog.configure`` (tests run many see
 process), one ``wrap_logger`` per run, loggers bound once per actor, no wall-clock stamper,
 no lock and no flush per event, orjson rendering. The processors are:
 
-1. ``_order``: builds the line in the contract's member order — ``seq``, ``ts_us``,
-   ``event``, ``node``, ``actor``, then the event's fields — and assigns ``seq``;
-2. ``_render``: orjson to bytes, then :func:`traces.integrity.seal` appends the line's crc.
+one processor, ``_render``: it builds the line in the contract's member order — ``seq``,
+``ts_us``, ``event``, ``node``, ``actor``, then the event's fields — assigns ``seq``,
+renders it with orjson and lets :func:`traces.integrity.seal` append the line's crc (one
+processor call instead of two: the hot path is about one trace line per message).
 
 The sink hashes every byte it writes so ``run_end`` can carry the SHA-256 of all lines
 before it. Events reach the writer already in the run's total order (the scheduler commits
@@ -34,7 +35,6 @@ from traces.integrity import seal
 from traces.schema import SCHEMA_VERSION
 
 ISRLAB_VERSION = "0.1.0"
-_OPTS = orjson.OPT_NON_STR_KEYS
 
 
 class _Sink:
@@ -79,24 +79,20 @@ class TraceWriter:
         self._loggers: dict[tuple[str, str], Any] = {}
         self._base = structlog.wrap_logger(
             self._sink,
-            processors=[self._order, self._render],
+            processors=[self._render],
             wrapper_class=structlog.make_filtering_bound_logger(20),
             cache_logger_on_first_use=True,
         )
         self.closed = False
         self.last_ts_us = 0
 
-    # -- structlog processors ------------------------------------------------------------
-    def _order(self, _logger: Any, _name: str, ev: MutableMapping[str, Any]
-               ) -> MutableMapping[str, Any]:
+    # -- structlog processor ----------------------------------------------------------------
+    def _render(self, _logger: Any, _name: str, ev: MutableMapping[str, Any]) -> bytes:
+        """The one processor: the contract's member order, ``seq``, orjson, the line's crc."""
         line = {"seq": self._sink.count, "ts_us": ev.pop("ts_us"), "event": ev.pop("event"),
                 "node": ev.pop("node"), "actor": ev.pop("actor")}
         line.update(ev)
-        return line
-
-    @staticmethod
-    def _render(_logger: Any, _name: str, ev: MutableMapping[str, Any]) -> bytes:
-        return seal(orjson.dumps(ev, option=_OPTS))
+        return seal(orjson.dumps(line))
 
     # -- API -------------------------------------------------------------------------------
     @property
@@ -105,11 +101,11 @@ class TraceWriter:
 
     def emit(self, ts_us: int, node: str, actor: str, event: str, fields: dict[str, Any]
              ) -> None:
-        log = self._loggers.get((node, actor))
-        if log is None:
-            log = self._loggers[(node, actor)] = self._base.bind(node=node, actor=actor)
+        info = self._loggers.get((node, actor))
+        if info is None:
+            info = self._loggers[(node, actor)] = self._base.bind(node=node, actor=actor).info
         self.last_ts_us = ts_us
-        log.info(event, ts_us=ts_us, **fields)
+        info(event, ts_us=ts_us, **fields)
 
     def start(self, *, seed: int, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
               protocol: str) -> None:
