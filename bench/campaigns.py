@@ -93,7 +93,10 @@ def scaling(seeds: int, repeat: int) -> tuple[float, float]:
 
 
 def random_mode(sc: dict[str, Any]) -> list[str]:
-    """Overrides turning a scripted reproduction into random faults of the same kinds."""
+    """Overrides turning a scripted reproduction into random faults: the scenario's own
+    ``[catalog] random`` when it has one, else random faults of the scripted kinds."""
+    if sc["catalog"]["random"]:
+        return ["faults.plan=[]", *sc["catalog"]["random"]]
     kinds: list[str] = list(sc["faults"]["nemesis"])
     for f in sc["faults"]["plan"]:
         kind = NEMESIS_FOR.get(f["fault"])
@@ -160,7 +163,7 @@ def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int) -> None:
         overrides = random_mode(sc)
         seed, ran, wall, errors = first_detection(path, overrides, max_seeds, max_s, jobs)
         what = ", ".join(sc["expect"]["anomalies"])
-        nemesis = overrides[1].split("=", 1)[1]
+        nemesis = " ".join(o for o in overrides[1:])
         if errors:
             nemesis += f"; {errors} runs ERRORED (an actor raised)"
         if seed is None:

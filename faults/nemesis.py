@@ -54,6 +54,11 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             continue
         node = rng.choice(live)
         entry: dict[str, Any]
+        if kind in ("kill_leader", "power_loss_leader"):
+            # the current leader of a random partition, resolved when the fault starts
+            t0 = rng.choice(topics)
+            node = f"leader:{t0['name']}-{rng.randrange(t0['partitions'])}"
+            kind = "kill" if kind == "kill_leader" else "power_loss"
         if kind in ("kill", "power_loss"):
             lossy = kind == "power_loss"
             if faults["budget"]:

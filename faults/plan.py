@@ -29,8 +29,8 @@ from typing import Any, Protocol
 FAULT_KINDS = ("crash", "power_loss", "pause", "isolate", "partition", "cut", "delay", "drop",
                "restart", "resume", "heal")
 LOSSY = ("power_loss",)
-NEMESES = ("kill", "power_loss", "pause", "partition", "isolate", "isolate_leader", "bridge",
-           "delay", "drop", "kill_controller")
+NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
+           "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller")
 
 
 class World(Protocol):
