@@ -77,8 +77,10 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "analyze": ("spark_analysis.cli",
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
     "campaign": ("faults.campaign",
-                 "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR]"),
-    "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR]"),
+                 "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "
+                 "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
+    "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
+               "[--budget N] [--anomaly NAME]"),
     "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
     "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
     "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),
