@@ -134,9 +134,12 @@ class Controller(Machine):
         for b, rec in sorted(st.brokers.items()):
             if not rec.fenced:
                 self.last_heartbeat[b] = now   # a fresh session for everyone
+        self.emit("controller_elected", controller_epoch=st.controller_epoch)
         if st.bootstrapped:
+            # the new controller loads the partition states and publishes them under its
+            # epoch; brokers drop anything a previous controller still has in flight
             for key in sorted(st.partitions):
-                self._broadcast(st.partitions[key])
+                self._publish(st.partitions[key])
             self._broadcast_broker_states()
         self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
 

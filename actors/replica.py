@@ -169,6 +169,7 @@ class Replica(Machine):
         self._fetch_gen = 0              # bumps on every role change: stale timers ignored
         self._highest_epoch_seen = -1
         self._alter_token = -1
+        self._leader_hw_seen = (-1, 0)
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -979,5 +980,11 @@ class Replica(Machine):
             raise InvariantViolation(
                 f"{self.node}/{self.name}: leader epoch went back to {self.leader_epoch}")
         self._highest_epoch_seen = self.leader_epoch
+        if self.role == "leader":
+            epoch, hw = self._leader_hw_seen
+            if epoch == self.leader_epoch and self.hw < hw:
+                raise InvariantViolation(f"{self.node}/{self.name}: leader HW went back from "
+                                         f"{hw} to {self.hw} in epoch {epoch}")
+            self._leader_hw_seen = (self.leader_epoch, self.hw)
         if any(b not in self.replicas for b in self.isr) and self.replicas:
             raise InvariantViolation(f"{self.node}/{self.name}: ISR {self.isr} not in AR")

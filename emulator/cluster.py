@@ -213,6 +213,23 @@ class Cluster:
         if node in self.sched.nodes:
             self.sched.crash_node(node, power_loss=power_loss)
 
+    def shutdown(self, node: str) -> None:
+        """A clean stop: flush every log, write the checkpoints, leave the marker."""
+        n = self.sched.nodes.get(node)
+        if n is None or n.state == "down":
+            return
+        if node.startswith("broker-"):
+            disk = self.disks[int(node[7:])]
+            for m in n.machines.values():
+                if isinstance(m, Replica):
+                    m.log.flush(m.now_ms)
+                    m.log.hw_checkpoint = m.hw
+                    m.log.log_start_checkpoint = m.log.log_start_offset
+            self.sched.crash_node(node, power_loss=False, kind="clean_shutdown")
+            disk.clean_shutdown = True
+        else:
+            self.sched.crash_node(node, power_loss=False, kind="clean_shutdown")
+
     def restart(self, node: str) -> None:
         if node in self.sched.nodes:
             self.sched.restart_node(node)

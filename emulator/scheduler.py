@@ -134,7 +134,7 @@ class Scheduler:
             m.start()
             self._commit(m, self._encode(Codec(), m.drain()))
 
-    def crash_node(self, name: str, *, power_loss: bool) -> None:
+    def crash_node(self, name: str, *, power_loss: bool, kind: str = "") -> None:
         node = self.nodes[name]
         if node.state == "down":
             return
@@ -145,7 +145,8 @@ class Scheduler:
         node.inboxes = {}
         node.held = []
         node.storage.crash(power_loss)
-        self.emit(name, "sim", "node_crash", kind="power_loss" if power_loss else "process")
+        self.emit(name, "sim", "node_crash",
+                  kind=kind or ("power_loss" if power_loss else "process"))
         # Volatile state dies with the process: its pending timers, and frames on the wire
         # to it (their connections are reset), never reach the next incarnation.
         kept: list[tuple[Any, ...]] = []

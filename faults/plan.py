@@ -11,7 +11,9 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
     extra_ms / rate       for "delay" / "drop"
 
 Kinds (after Jepsen's nemeses): ``crash`` (process kill: page cache survives),
-``power_loss`` (kill + page-cache loss), ``pause`` (stop-the-world), ``isolate`` (cut the
+``power_loss`` (kill + page-cache loss), ``shutdown`` (a clean stop: logs flushed,
+checkpoints written, the clean-shutdown marker left, so the restart skips log recovery
+and — KAFKA-15586 — is not an unclean shutdown; leadership is not moved away first), ``pause`` (stop-the-world), ``isolate`` (cut the
 target nodes from every other node, both ways), ``partition`` (the target nodes form one
 side, every other node the other), ``cut`` (one direction only, ``target = [src, dst]``),
 ``delay`` (extra one-way delay on every link of the target), ``drop`` (loss rate on every
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-FAULT_KINDS = ("crash", "power_loss", "pause", "isolate", "partition", "cut", "delay", "drop",
+FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut", "delay", "drop",
                "restart", "resume", "heal")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
@@ -40,6 +42,7 @@ class World(Protocol):
 
     def resolve_target(self, target: Any) -> list[str]: ...
     def crash(self, node: str, power_loss: bool) -> None: ...
+    def shutdown(self, node: str) -> None: ...
     def restart(self, node: str) -> None: ...
     def pause(self, node: str) -> None: ...
     def resume(self, node: str) -> None: ...
@@ -69,9 +72,12 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
     dur = float(f.get("duration_s", 0.0))
     world.trace_fault(kind, "start", nodes, duration_s=dur)
     stop: Any = None
-    if kind in ("crash", "power_loss"):
+    if kind in ("crash", "power_loss", "shutdown"):
         for n in nodes:
-            world.crash(n, power_loss=(kind == "power_loss"))
+            if kind == "shutdown":
+                world.shutdown(n)
+            else:
+                world.crash(n, power_loss=(kind == "power_loss"))
         def stop() -> None:
             for n in nodes:
                 world.restart(n)

@@ -70,6 +70,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     ),
     "partition_offline": ("topic", "partition", "leader_epoch"),
     "partition_state": ("topic", "partition", "path", "state"),
+    "controller_elected": ("controller_epoch",),
+    "convergence": ("topic", "partition", "converged", "detail"),
+    "assignment": ("group", "consumer", "generation", "partitions"),
+    "delete_records": ("topic", "partition", "offset", "leader"),
+    "delete_records_result": ("topic", "partition", "error", "low_watermark"),
     # clients
     "produce_send": ("topic", "partition", "key", "value", "producer", "acks"),
     "produce_ack": ("topic", "partition", "value", "offset", "producer", "acks"),
