@@ -10,15 +10,19 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
     duration_s = 3.0      > 0: the fault reverts by itself (restart, resume, heal)
     extra_ms / rate       for "delay" / "drop"
 
-Kinds (after Jepsen's nemeses): ``crash`` (process kill: page cache survives),
-``power_loss`` (kill + page-cache loss), ``shutdown`` (a clean stop: logs flushed,
-checkpoints written, the clean-shutdown marker left, so the restart skips log recovery
-and — KAFKA-15586 — is not an unclean shutdown; leadership is not moved away first), ``pause`` (stop-the-world), ``isolate`` (cut the
-target nodes from every other node, both ways), ``partition`` (the target nodes form one
-side, every other node the other), ``cut`` (one direction only, ``target = [src, dst]``),
-``delay`` (extra one-way delay on every link of the target), ``drop`` (loss rate on every
-link of the target), ``restart``, ``resume``, ``heal`` (remove every partition, delay and
-drop).
+Kinds (after Jepsen's nemeses):
+
+* ``crash``: process kill (the page cache survives); ``power_loss``: kill + page-cache
+  loss; ``shutdown``: a clean stop (logs flushed, checkpoints written, the clean-shutdown
+  marker left, so the restart skips log recovery and, KAFKA-15586, is not an unclean
+  shutdown; leadership is not moved away first);
+* ``pause``: stop-the-world;
+* ``isolate``: cut the target nodes from every other node, both ways; ``partition``: the
+  target nodes form one side, every other node the other; ``cut``: one direction only,
+  ``target = [src, dst]``;
+* ``delay``: extra one-way delay on every link of the target; ``drop``: a loss rate on
+  every link of the target;
+* ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
 trace and replayed or shrunk.
@@ -28,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut", "delay", "drop",
-               "restart", "resume", "heal")
+FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
+               "delay", "drop", "restart", "resume", "heal")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller")
