@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,9 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # Spark's local Python workers must run this interpreter (the one with isrlab and its
+    # dependencies); on a cluster, set PYSPARK_PYTHON to the executors' Python yourself.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if argv and argv[0] in DELEGATED:
         import importlib
         module = importlib.import_module(DELEGATED[argv[0]][0])
