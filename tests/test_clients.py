@@ -137,3 +137,34 @@ def test_restarted_consumer_resumes_from_the_committed_offset(tmp_path: Path) ->
     again = {v for v, n in reads.items() if n > 1}
     assert all(reads[v] == 2 for v in again)
     assert len(again) <= sum(last_read[p] + 1 - commits[p] for p in owned)
+
+
+def test_acks0_is_acknowledged_at_send_without_an_offset_and_never_judged(
+        tmp_path: Path) -> None:
+    """acks=0: the producer does not wait (offset -1); what a dead leader never wrote is
+    gone without anyone being told — not reported as a lost acknowledged write."""
+    text = TWO_GROUPS.replace('rate = 100', 'rate = 100\nacks = "0"\n'
+                              '"enable.idempotence" = false').replace(
+        'target = "consumer-ga-1"', 'target = "leader:orders-0"').replace(
+        'duration_s = 2.0', 'duration_s = 12.0')
+    evs = _run(tmp_path, text)
+    sends = {e["value"]: e["seq"] for e in evs if e["event"] == "produce_send"}
+    acks = [e for e in evs if e["event"] == "produce_ack"]
+    assert acks and all(e["offset"] == -1 and e["acks"] == "0" for e in acks)
+    assert all(e["seq"] > sends[e["value"]] for e in acks)
+    committed = _committed_values(evs)
+    assert {e["value"] for e in acks} - committed, "the crash must have cost some records"
+    result = check_events(evs)
+    assert result.anomalies["lost_acked_write"] == 0
+    assert result.anomalies["lost_acked_uncommitted"] == 0
+
+
+def test_a_group_without_a_topic_is_bad_input(tmp_path: Path) -> None:
+    import pytest
+
+    from emulator.scenario import ScenarioError
+    f = tmp_path / "s.toml"
+    f.write_text(TWO_GROUPS.replace('group = "gb"\ntopic = "orders"\n', 'group = "gb"\n'))
+    with pytest.raises(ScenarioError) as err:
+        load(str(f))
+    assert "consumers[1].topic" in str(err.value) and "required" in str(err.value)
