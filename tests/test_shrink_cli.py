@@ -103,3 +103,38 @@ def test_shrink_bad_input_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert words in err
+
+
+@pytest.mark.parametrize("scenario, overrides, anomaly", [
+    # S1's two essential crashes buried in ~30 random short faults
+    ("s1-kip101-hw-truncation",
+     ['faults.nemesis=["delay","pause","kill"]', "faults.budget=false",
+      "faults.interval_s=0.5", "faults.fault_duration_s=0.3"],
+     "lost_acked_write"),
+    ("s6-acks1-leader-failover",
+     ["faults.plan=[]", 'faults.nemesis=["isolate_leader","partition","kill"]',
+      "faults.budget=false", "faults.interval_s=0.6", "faults.fault_duration_s=3.0",
+      "duration_s=24.0"],
+     "lost_acked_uncommitted"),
+])
+def test_shrink_takes_a_30_fault_catalog_run_down_to_at_most_five_faults(
+        tmp_path: Path, scenario: str, overrides: list[str], anomaly: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 5: S1 and S6 in random-fault mode with >= 30 faults shrink to <= 5 faults
+    and the shrunk scenario still fails the same way when run again."""
+    sc = load(scenario, overrides)
+    trace = tmp_path / "orig.jsonl"
+    for seed in range(1, 31):
+        run(sc, seed, str(trace))
+        if len(fault_plan(trace)) >= 30 and check_file(trace).anomalies[anomaly]:
+            break
+    else:
+        pytest.fail(f"no seed of {scenario} shows {anomaly} with >= 30 faults")
+    out = tmp_path / "shrunk"
+    assert main([str(trace), "--out", str(out), "--anomaly", anomaly, "--budget", "150"]) == 0
+    capsys.readouterr()
+    shrunk = load(str(out / "shrunk.toml"))
+    assert 1 <= len(shrunk["faults"]["plan"]) <= 5
+    again = tmp_path / "again.jsonl"
+    run(shrunk, shrunk["seed"], str(again))
+    assert check_file(again).anomalies[anomaly] > 0
