@@ -7,8 +7,9 @@ A run has three phases, each traced as a ``phase`` event:
 2. ``heal``: every fault stops — partitions heal, paused nodes resume, crashed nodes
    restart — and the cluster must converge within ``heal_s`` (TigerBeetle's liveness
    mode, FoundationDB's quiet-database check): every partition has a leader, ISR = AR,
-   HW = LEO on every replica, every consumer group has read up to the HW. It is checked
-   every second; the run ends at the first converged check (plus a second of margin);
+   HW = LEO on every replica, no producer has batches left to deliver, every consumer
+   group has read up to the HW. It is checked every second; the run ends when two
+   consecutive checks find the cluster converged, or at the bound;
 3. ``final``: a ``convergence`` event per partition and the ``final_log`` of every replica.
 
 The run is a function of (scenario, seed, code version): one :class:`RngTree` seeds the
@@ -336,15 +337,26 @@ class Cluster:
                             why = f"{cname} at {c.position.get(tp[1], -1)} < HW {hw}"
                             break
             problems[tp] = why
+        for name in sorted(self.sched.nodes):
+            prod = self.sched.nodes[name].machines.get("producer")
+            if isinstance(prod, Producer) and (prod.inflight or any(prod.queues.values())):
+                # records still being retried: the cluster is not quiet yet
+                pending = len(prod.inflight) + sum(len(q) for q in prod.queues.values())
+                topic = prod.cfg.topic
+                for tp in problems:
+                    if tp[0] == topic and not problems[tp]:
+                        problems[tp] = f"{name} still has {pending} batches to deliver"
         return problems
 
-    def _check_convergence(self) -> None:
+    def _check_convergence(self, confirming: bool = False) -> None:
+        """Converged = two consecutive checks a second apart find nothing missing (a
+        quiet database, not a lucky instant between two appends)."""
         problems = self.convergence()
         done = all(not v for v in problems.values())
-        if done or self.sched.now >= self._heal_deadline:
-            self.sched.at(self.sched.now + (US if done else 0), self._final)
+        if (done and confirming) or self.sched.now >= self._heal_deadline:
+            self._final()
         else:
-            self.sched.at(self.sched.now + US, self._check_convergence)
+            self.sched.at(self.sched.now + US, lambda: self._check_convergence(done))
 
     def _final(self) -> None:
         self.phase = "final"
