@@ -184,10 +184,10 @@ class Controller(Machine):
             restarted = False
         else:
             restarted = True
-            if old is not None and not old.fenced and self.rules.kraft:
-                # KRaft: the old incarnation is fenced at once. ZooKeeper eras: a restart
-                # inside the session keeps the ISR (the controller only sees the session
-                # expire), which is what KIP-101's scenarios rely on
+            if old is not None and not old.fenced and self.rules.fence_on_reregistration:
+                # KRaft, and ZooKeeper since KIP-380 (2.2): the old incarnation is failed at
+                # once. Before, a restart inside the session went unnoticed and kept its ISR
+                # membership and leadership, which is what KIP-101's scenarios rely on
                 self._fence(m.broker, "re-registered")
         epoch = st.next_broker_epoch
         st.next_broker_epoch += 1

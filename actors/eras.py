@@ -49,9 +49,11 @@ class Rules:
     unclean_shutdown_detection: bool  # KAFKA-15586
     unclean_default: bool           # unclean.leader.election.enable default
     lag_time_default_ms: int        # replica.lag.time.max.ms default (KIP-537)
-    kraft: bool                     # KRaft controller (a restart re-registers and is fenced
-                                    # out of the ISR); else ZooKeeper: a quick restart keeps
-                                    # its ISR membership until the session expires
+    fence_on_reregistration: bool   # a restarted broker is failed out of its ISRs and
+                                    # leaderships when it registers again: KRaft, and ZK
+                                    # since 2.2 (KIP-380 broker epochs, "bounced brokers");
+                                    # before, a quick restart inside the ZooKeeper session
+                                    # went unnoticed and kept both
 
 
 _BASE = Rules(
@@ -59,30 +61,30 @@ _BASE = Rules(
     isr_eligibility=True, strict_min_isr=True, truncation="fetch", epoch_fencing=True,
     leso_check=True, skip_diverging_fetch_state=True, truncate_before_hw=True,
     broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
-    unclean_default=False, lag_time_default_ms=30000, kraft=True,
+    unclean_default=False, lag_time_default_ms=30000, fence_on_reregistration=True,
 )
 
 _ERA_RULES: Final = {
     "4.1": _BASE,
     "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False),
-    "2.8": replace(_BASE, era="2.8", kraft=False, elr=False, unclean_shutdown_detection=False,
+    "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False),
-    "2.1": replace(_BASE, era="2.1", kraft=False, elr=False, unclean_shutdown_detection=False,
+    "2.1": replace(_BASE, era="2.1", fence_on_reregistration=False, elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "2.0": replace(_BASE, era="2.0", kraft=False, elr=False, unclean_shutdown_detection=False,
+    "2.0": replace(_BASE, era="2.0", fence_on_reregistration=False, elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", epoch_fencing=False,
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.11": replace(_BASE, era="0.11", kraft=False, elr=False, unclean_shutdown_detection=False,
+    "0.11": replace(_BASE, era="0.11", fence_on_reregistration=False, elr=False, unclean_shutdown_detection=False,
                     isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                     maximal_isr=False, truncation="kip101", epoch_fencing=False,
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.10": replace(_BASE, era="0.10", kraft=False, elr=False, unclean_shutdown_detection=False,
+    "0.10": replace(_BASE, era="0.10", fence_on_reregistration=False, elr=False, unclean_shutdown_detection=False,
                     isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                     maximal_isr=False, truncation="hw", epoch_fencing=False,
                     leso_check=False, skip_diverging_fetch_state=False,

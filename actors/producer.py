@@ -9,9 +9,12 @@ The workload (rate, keys) comes from the scenario; the settings are Kafka's:
 * ``retries`` / ``retry.backoff.ms`` / ``delivery.timeout.ms`` / ``request.timeout.ms``:
   a retriable error puts the batch back at the head of its partition's queue; a batch
   older than the delivery timeout fails with its last error;
-* ``enable.idempotence``: a producer id and per-partition sequence numbers; the leader
-  de-duplicates retries and rejects gaps (OUT_OF_ORDER_SEQUENCE_NUMBER), which keeps
-  per-partition order with up to 5 in flight.
+* ``enable.idempotence``: a producer id and per-partition sequence numbers (assigned when
+  a batch is first sent); the leader de-duplicates retries and rejects gaps
+  (OUT_OF_ORDER_SEQUENCE_NUMBER), which keeps per-partition order with up to 5 in flight.
+  When the oldest unacknowledged batch itself is out of order, the leader lost what came
+  before it (a lossy crash, an unclean election): as KIP-360 does, the producer bumps its
+  epoch for that partition (here: a fresh producer id) and numbers its batches afresh.
 
 Every send, ack and error is traced (``produce_send``, ``produce_ack``, ``produce_error``).
 """
@@ -27,6 +30,7 @@ from actors.client import Client
 from actors.messages import (
     DELIVERY_TIMEOUT,
     NONE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
     RETRIABLE,
     Produce,
     ProduceResponse,
@@ -61,7 +65,9 @@ class ProducerConfig:
 @dataclass(slots=True)
 class Batch:
     partition: int
-    records: list[tuple[str, str | None, int]] = field(default_factory=list)  # value,key,seq
+    records: list[tuple[str, str | None, int]] = field(default_factory=list)  # value,key,n
+    seq: int = -1            # first sequence number, assigned when first sent (idempotence)
+    epoch: int = 0           # producer epoch the sequence belongs to
     created_ms: int = 0
     attempts: int = 0
     last_error: str = NONE
@@ -84,6 +90,7 @@ class Producer(Client):
         self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, sent at)
         self.inflight_per_partition: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
+        self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sticky = StickyPartitioner(cfg.partitions, rng)
 
     def start(self) -> None:
@@ -113,9 +120,7 @@ class Producer(Client):
         if batch is None:
             batch = self.open[partition] = Batch(partition, created_ms=self.now_ms)
             self.timer(cfg.linger_ms, Tick("linger", partition, 0))
-        seq = self.sequences[partition]
-        self.sequences[partition] = seq + 1
-        batch.records.append((value, key, seq))
+        batch.records.append((value, key, self.sent - 1))
         if len(batch.records) * cfg.record_bytes >= cfg.batch_size:
             self._close(partition)
 
@@ -146,8 +151,15 @@ class Producer(Client):
     def _send(self, batch: Batch, leader: int) -> None:
         corr = self.next_correlation()
         batch.attempts += 1
-        recs: tuple[Record, ...] = tuple((-1, v, -1, self.now_ms, self.pid, s, k)
-                                         for v, k, s in batch.records)
+        p = batch.partition
+        if batch.seq < 0 or batch.epoch != self.epochs[p]:
+            # sequences are assigned on first send, and again after an epoch bump
+            batch.seq = self.sequences[p]
+            batch.epoch = self.epochs[p]
+            self.sequences[p] = batch.seq + len(batch.records)
+        pid = self.pid + 100_000 * batch.epoch if self.pid >= 0 else -1
+        recs: tuple[Record, ...] = tuple((-1, v, -1, self.now_ms, pid, batch.seq + i, k)
+                                         for i, (v, k, _n) in enumerate(batch.records))
         self.send(self.replica_address(leader, self.cfg.topic, batch.partition),
                   Produce(self.cfg.topic, batch.partition, self.acks, recs,
                           self.cfg.request_timeout_ms, corr))
@@ -159,6 +171,14 @@ class Producer(Client):
         self.inflight[corr] = (batch, self.now_ms)
         self.inflight_per_partition[batch.partition] += 1
         self.timer(self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0))
+
+    def _oldest_unacked(self, batch: Batch) -> bool:
+        first = batch.records[0][2]
+        p = batch.partition
+        older_inflight = any(b.partition == p and b.records[0][2] < first
+                             for b, _ in self.inflight.values())
+        older_queued = any(b.records[0][2] < first for b in self.queues[p])
+        return not older_inflight and not older_queued
 
     def _reenqueue(self, batch: Batch) -> None:
         """Put a failed batch back in sequence order (``RecordAccumulator.reenqueue``):
@@ -189,6 +209,14 @@ class Producer(Client):
                           offset=base_offset + i, producer=self.producer_id, acks=cfg.acks)
         elif (error in RETRIABLE and batch.attempts <= cfg.retries
               and self.now_ms - batch.created_ms < cfg.delivery_timeout_ms):
+            if error == OUT_OF_ORDER_SEQUENCE_NUMBER and self._oldest_unacked(batch):
+                # the leader lost the batches before this one (a lossy crash, an unclean
+                # election): KIP-360 bumps the producer epoch and numbers afresh
+                self.epochs[batch.partition] += 1
+                self.sequences[batch.partition] = 0
+                self.emit("producer_epoch_bump", producer=self.producer_id,
+                          topic=cfg.topic, partition=batch.partition,
+                          epoch=self.epochs[batch.partition])
             batch.last_error = error
             self._reenqueue(batch)
             self.refresh_metadata()
