@@ -11,14 +11,23 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
 * final committed log — ``final_source`` (last ``leader_elected``/``partition_offline`` by
   ``seq``; highest-HW replica when there is no leader or the leader left no ``final_log``)
   and ``committed_records``;
-* write anomalies — ``write_verdicts``: first ack per value, anti-joined with the committed
-  records; ``expired`` below the source replica's logStartOffset;
-* read anomalies — ``consume_verdicts``: running max of leader HWs (``read_uncommitted``),
-  join with the committed records (``hw_regression_visible``), ``lag`` per consumer chain
-  split at each ``rebalance`` of its group (``poll_skip``/``nonmonotonic_poll``);
+* write anomalies — ``write_verdicts``: first ack per value (``first_acks``, one aggregate
+  with the first send), presence in the committed records (``_presence``); ``expired`` below
+  the source replica's logStartOffset;
+* read anomalies — ``read_uncommitted`` (running max of leader HWs), ``visible_regressions``
+  (presence in the committed records, retracted HW), ``poll_chains`` (``lag`` per consumer
+  chain split at each ``rebalance`` of its group: ``poll_skip``/``nonmonotonic_poll``);
+  ``consume_verdicts`` joins the three for reports;
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
   ``isr_transitions`` (shrinks/expands by ``array_except`` with the previous state) and
   ``isr_intervals`` (time per state, ``lead`` of the next state's ``ts_us``).
+
+Performance shape: ``load`` hash-partitions the events by K = (trace, topic, partition) and
+caches them. Every family here is keyed by a superset of K (windows over (K, replica),
+(K, offset, value), (K, group, consumer, gen)...; aggregates over (K, value)...), and membership
+in the committed log is a window over (K, offset, value) rather than a join, so on that input
+no family exchanges the large tables; the small per-partition tables (final source, spans,
+rebalances) are broadcast.
 
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
 under-replicated, top churning replicas, roll-ups by knob) are for reports and campaigns.
@@ -78,7 +87,7 @@ def trace_meta(events: DataFrame) -> DataFrame:
     """One row per trace: scenario name, seed, protocol, knobs, status, events, end time."""
     start = _ev(events, "run_start").select(
         "trace", "seed", F.from_json("scenario", SCENARIO_SCHEMA).alias("sc"),
-        F.col("protocol").alias("run_protocol"), "fault_plan")
+        F.col("protocol").alias("run_protocol"))
     end = _ev(events, "run_end").select("trace", F.col("status"))
     sizes = events.groupBy("trace").agg(
         F.count(F.lit(1)).alias("events"), F.max("ts_us").alias("end_us"))
@@ -175,8 +184,8 @@ def final_source(events: DataFrame) -> DataFrame:
 
 def committed_records(events: DataFrame, source: DataFrame) -> DataFrame:
     """The final committed log: (K, offset, value), source replica, lso <= offset < hw."""
-    src = source.where(F.col("source").isNotNull()).select(
-        *K, F.col("source").alias("replica"), "src_hw", "src_lso")
+    src = F.broadcast(source.where(F.col("source").isNotNull()).select(
+        *K, F.col("source").alias("replica"), "src_hw", "src_lso"))
     return (final_records(events).join(src, [*K, "replica"])
             .where((F.col("offset") >= F.col("src_lso")) & (F.col("offset") < F.col("src_hw")))
             .select(*K, "offset", "value").distinct())
@@ -186,41 +195,67 @@ def committed_records(events: DataFrame, source: DataFrame) -> DataFrame:
 
 
 def first_acks(events: DataFrame) -> DataFrame:
-    """The first ``produce_ack`` (by seq) of every value, acks != "0", offset >= 0."""
+    """Per acked value: its first ``produce_ack`` (by seq) with acks != "0", offset >= 0, and
+    ``send_seq``, the seq of the value's first ``produce_send`` (null when none).
+
+    One aggregate keyed by (K, value): no exchange on input partitioned by K.
+    """
     acks = (_valid_k(_ev(events, "produce_ack"))
             .where(F.col("offset").isNotNull() & (F.col("offset") >= 0))
-            .select(*K, _value_n().alias("value"), "offset", _acks_n().alias("acks"),
-                    "producer", "seq", "ts_us")
-            .where(F.col("acks") != "0"))
-    w = Window.partitionBy(*K, "value").orderBy("seq")
-    return acks.withColumn("rk", F.row_number().over(w)).where("rk = 1").drop("rk")
+            .select(*K, _value_n().alias("value"),
+                    F.struct("offset", _acks_n().alias("acks"), "producer", "seq", "ts_us")
+                    .alias("a"))
+            .where(F.col("a.acks") != "0"))
+    sends = (_valid_k(_ev(events, "produce_send")).where(F.col("value").isNotNull())
+             .select(*K, "value", F.col("seq").alias("send_seq")))
+    both = acks.unionByName(sends, allowMissingColumns=True)
+    return (both.groupBy(*K, "value")
+            .agg(F.min_by("a", "a.seq").alias("a"), F.min("send_seq").alias("send_seq"))
+            .where(F.col("a").isNotNull())
+            .select(*K, "value", "a.offset", "a.acks", "a.producer", "a.seq", "a.ts_us",
+                    "send_seq"))
 
 
-def write_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame) -> DataFrame:
+def _presence(rows: DataFrame, committed: DataFrame) -> DataFrame:
+    """``rows`` (K, offset, value, ...) with ``present``: (offset, value) is in the final
+    committed log. A window over (K, offset, value), not a join: the input stays partitioned
+    by K, so this sorts but does not exchange."""
+    marks = committed.select(*K, "offset", "value", F.lit(True).alias("_committed"))
+    w = Window.partitionBy(*K, "offset", "value")
+    both = rows.withColumn("_committed", F.lit(None).cast("boolean")).unionByName(
+        marks, allowMissingColumns=True)
+    return (both.withColumn("present", F.coalesce(F.max("_committed").over(w), F.lit(False)))
+            .where(F.col("_committed").isNull()).drop("_committed"))
+
+
+def _sources(source: DataFrame) -> DataFrame:
+    """Per partition with a final log: src_hw, src_lso (small: broadcast)."""
+    return F.broadcast(source.where(F.col("source").isNotNull()).select(*K, "src_hw", "src_lso"))
+
+
+def write_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame,
+                   acked: DataFrame | None = None) -> DataFrame:
     """Per acked record: verdict ``lost_acked_write``/``lost_acked_uncommitted``/``expired``
     or null (present in the final committed log). Partitions without final logs are left out.
     """
-    src = source.where(F.col("source").isNotNull()).select(*K, "src_hw", "src_lso")
-    present = committed.select(*K, "offset", "value", F.lit(True).alias("present"))
-    df = first_acks(events).join(src, K).join(present, [*K, "offset", "value"], "left")
+    fa = acked if acked is not None else first_acks(events)
+    df = _presence(fa.join(_sources(source), K), committed)
     verdict = (
         F.when(F.col("offset") < F.col("src_lso"), F.lit("expired"))
-        .when(F.col("present").isNull() & (F.col("acks") == "all"), F.lit("lost_acked_write"))
-        .when(F.col("present").isNull(), F.lit("lost_acked_uncommitted"))
+        .when(~F.col("present") & (F.col("acks") == "all"), F.lit("lost_acked_write"))
+        .when(~F.col("present"), F.lit("lost_acked_uncommitted"))
     )
     return df.select(*K, "value", "offset", "acks", "producer", "seq", "ts_us", "src_hw",
                      "src_lso", verdict.alias("verdict"))
 
 
-def nonmonotonic_sends(events: DataFrame) -> DataFrame:
+def nonmonotonic_sends(events: DataFrame, acked: DataFrame | None = None) -> DataFrame:
     """Acked sends of one producer to one partition, in send order, landing lower than the
     previous one. Send order = first ``produce_send`` seq of the value, else the ack's seq."""
-    sends = (_valid_k(_ev(events, "produce_send")).where(F.col("value").isNotNull())
-             .groupBy(*K, "value").agg(F.min("seq").alias("send_seq")))
-    acks = first_acks(events).join(sends, [*K, "value"], "left").withColumn(
-        "order_key", F.coalesce("send_seq", "seq"))
+    fa = acked if acked is not None else first_acks(events)
     w = Window.partitionBy(*K, "producer").orderBy("order_key", "seq")
-    return (acks.withColumn("prev_offset", F.lag("offset").over(w))
+    return (fa.withColumn("order_key", F.coalesce("send_seq", "seq"))
+            .withColumn("prev_offset", F.lag("offset").over(w))
             .where(F.col("offset") < F.col("prev_offset")))
 
 
@@ -231,70 +266,95 @@ def duplicates(events: DataFrame, committed: DataFrame) -> DataFrame:
         .where(F.col("value").isNotNull() & F.col("offset").isNotNull())
         .where((F.col("event") == "consume") | (F.col("offset") >= 0))
         .select(*K, "value", "offset")
-        .union(committed.where(F.col("value") != MISSING).select(*K, "value", "offset"))
+        .unionByName(committed.where(F.col("value") != MISSING).select(*K, "value", "offset"))
     )
-    return (seen.groupBy(*K, "value").agg(F.array_sort(F.collect_set("offset")).alias("offsets"))
-            .where(F.size("offsets") > 1))
+    return (seen.groupBy(*K, "value")
+            .agg(F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"))
+            .where(F.col("min_offset") < F.col("max_offset")))
 
 
 # --------------------------------------------------------------------------- reads
 
 
-def consume_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame) -> DataFrame:
-    """Per ``consume``: flags read_uncommitted, hw_regression_visible, poll_skip,
-    nonmonotonic_poll (see docs/anomalies.md for each)."""
+def _consumes(events: DataFrame) -> DataFrame:
+    return (_valid_k(_ev(events, "consume")).where(F.col("offset").isNotNull())
+            .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
+                    _value_n().alias("value")))
+
+
+def read_uncommitted(events: DataFrame) -> DataFrame:
+    """Per ``consume``: ``max_leader_hw`` (largest leader HW traced before it, at least 0)
+    and ``read_uncommitted``. One window over K ordered by seq."""
     ev = typed(events)
     leader_hw = (_valid_k(_ev(ev, "hw_update"))
                  .where(F.col("replica").isNotNull() & F.col("new_n").isNotNull()
                         & (F.col("role") == "leader"))
-                 .select(*K, "seq", F.col("new_n").alias("lhw"),
-                         F.lit(None).cast("bigint").alias("offset")))
-    cons = (_valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull())
-            .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
-                    _value_n().alias("value")))
-    both = cons.select(*K, "seq", F.lit(None).cast("bigint").alias("lhw"), "offset").union(
-        leader_hw)
-    w_max = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    maxhw = (both.withColumn("max_leader_hw",
-                             F.greatest(F.coalesce(F.max("lhw").over(w_max), F.lit(0)), F.lit(0)))
-             .where(F.col("lhw").isNull()).select(*K, "seq", "max_leader_hw"))
+                 .select(*K, "seq", F.col("new_n").alias("lhw")))
+    cons = _consumes(events)
+    w = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    df = (cons.withColumn("lhw", F.lit(None).cast("bigint"))
+          .unionByName(leader_hw, allowMissingColumns=True)
+          .withColumn("max_leader_hw",
+                      F.greatest(F.coalesce(F.max("lhw").over(w), F.lit(0)), F.lit(0)))
+          .where(F.col("lhw").isNull()).drop("lhw"))
+    return df.withColumn("read_uncommitted", (F.col("offset") >= F.col("max_leader_hw"))
+                         | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))))
 
-    reb = (_ev(events, "rebalance").select("trace", "group", "seq", F.lit(1).alias("is_reb")))
-    chain = cons.select("trace", "group", "seq", F.lit(0).alias("is_reb")).union(reb)
-    w_gen = Window.partitionBy("trace", "group").orderBy("seq").rowsBetween(
-        Window.unboundedPreceding, 0)
-    gens = (chain.withColumn("gen", F.sum("is_reb").over(w_gen)).where("is_reb = 0")
-            .select("trace", "seq", "gen"))
 
-    src = source.where(F.col("source").isNotNull()).select(*K, "src_hw", "src_lso")
-    present = committed.select(*K, "offset", "value", F.lit(True).alias("present"))
-    df = (cons.join(maxhw, [*K, "seq"]).join(gens, ["trace", "seq"])
-          .join(src, K, "left").join(present, [*K, "offset", "value"], "left"))
-    w_chain = Window.partitionBy("trace", "group", "consumer", "topic", "partition", "gen"
-                                 ).orderBy("seq")
-    df = df.withColumn("prev_offset", F.lag("offset").over(w_chain))
-    has_src = F.col("src_hw").isNotNull()
-    rewritten = has_src & (F.col("offset") >= F.col("src_lso")) & F.col("present").isNull()
-    retracted = has_src & F.col("hw").isNotNull() & (F.col("hw") > F.col("src_hw"))
+def poll_chains(events: DataFrame) -> DataFrame:
+    """Per ``consume``: ``gen`` (rebalances of its group before it), ``prev_offset`` in its
+    chain (group, consumer, partition, gen), ``poll_skip`` and ``nonmonotonic_poll``.
+    The rebalances are few: collected per (trace, group) and broadcast, no exchange."""
+    reb = F.broadcast(_ev(events, "rebalance").groupBy("trace", "group")
+                      .agg(F.collect_list("seq").alias("_rebs"))
+                      .select(F.col("trace").alias("_rt"), F.col("group").alias("_rg"), "_rebs"))
+    cons = _consumes(events)
+    cons = cons.join(reb, (cons["trace"] == reb["_rt"]) & cons["group"].eqNullSafe(reb["_rg"]),
+                     "left")
+    gen = F.coalesce(F.size(F.filter("_rebs", lambda s: s < F.col("seq"))), F.lit(0))
+    cons = cons.select(*[c for c in cons.columns if not c.startswith("_r")], gen.alias("gen"))
+    w = Window.partitionBy(*K, "group", "consumer", "gen").orderBy("seq")
+    df = cons.withColumn("prev_offset", F.lag("offset").over(w))
     return df.select(
-        *K, "seq", "ts_us", "group", "consumer", "offset", "value", "hw", "max_leader_hw",
-        "prev_offset", "src_hw",
-        ((F.col("offset") >= F.col("max_leader_hw"))
-         | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw")))).alias(
-            "read_uncommitted"),
-        (rewritten | retracted).alias("hw_regression_visible"),
+        "*",
         F.coalesce(F.col("offset") <= F.col("prev_offset"), F.lit(False)).alias(
             "nonmonotonic_poll"),
         F.coalesce(F.col("offset") > F.col("prev_offset") + 1, F.lit(False)).alias("poll_skip"),
     )
 
 
+def visible_regressions(events: DataFrame, source: DataFrame, committed: DataFrame
+                        ) -> DataFrame:
+    """Per ``consume`` of a partition with a final log: ``rewritten``, ``retracted`` and
+    ``hw_regression_visible`` (either)."""
+    df = _presence(_consumes(events).join(_sources(source), K), committed)
+    rewritten = (F.col("offset") >= F.col("src_lso")) & ~F.col("present")
+    retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
+    return df.select("*", rewritten.alias("rewritten"), retracted.alias("retracted"),
+                     (rewritten | retracted).alias("hw_regression_visible"))
+
+
+def consume_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame) -> DataFrame:
+    """Per ``consume``: flags read_uncommitted, hw_regression_visible, poll_skip,
+    nonmonotonic_poll (see docs/anomalies.md for each). A view for reports: it joins the
+    three per-consume analyses on (K, seq); the counts use them one by one."""
+    ru = read_uncommitted(events).select(*K, "seq", "max_leader_hw", "read_uncommitted")
+    pc = poll_chains(events).select(*K, "seq", "prev_offset", "poll_skip", "nonmonotonic_poll")
+    vr = visible_regressions(events, source, committed).select(
+        *K, "seq", "src_hw", "hw_regression_visible")
+    return (_consumes(events).join(ru, [*K, "seq"]).join(pc, [*K, "seq"])
+            .join(vr, [*K, "seq"], "left")
+            .withColumn("hw_regression_visible",
+                        F.coalesce("hw_regression_visible", F.lit(False))))
+
+
 # --------------------------------------------------------------------------- replicas
 
 
-def hw_regressions(events: DataFrame) -> DataFrame:
+def hw_regressions(events: DataFrame, *, exposure: bool = True) -> DataFrame:
     """Every ``hw_update`` that lowers a replica's HW (below ``old`` or its previous ``new``),
-    with reason, role, and ``below_exposed`` (a leader going below the max leader HW so far)."""
+    with reason, role, and ``below_exposed`` (a leader going below the max leader HW so far;
+    ``exposure=False`` leaves that column, and the second window it costs, out)."""
     ev = typed(events)
     upd = (_valid_k(_ev(ev, "hw_update"))
            .where(F.col("replica").isNotNull() & F.col("new_n").isNotNull()))
@@ -304,26 +364,43 @@ def hw_regressions(events: DataFrame) -> DataFrame:
     df = upd.select(*K, "replica", "seq", "ts_us", "reason", "role",
                     F.col("old_n").alias("old"), F.col("new_n").alias("new"),
                     F.lag("new_n").over(w).alias("prev_new"),
-                    F.max(lhw).over(w_max).alias("max_leader_hw_before"))
-    return df.where(
+                    *([F.max(lhw).over(w_max).alias("max_leader_hw_before")] if exposure else []))
+    df = df.where(
         (F.col("old").isNotNull() & (F.col("new") < F.col("old")))
-        | (F.col("prev_new").isNotNull() & (F.col("new") < F.col("prev_new")))
-    ).withColumn("below_exposed", F.coalesce(
+        | (F.col("prev_new").isNotNull() & (F.col("new") < F.col("prev_new"))))
+    if not exposure:
+        return df
+    return df.withColumn("below_exposed", F.coalesce(
         (F.col("role") == "leader") & (F.col("new") < F.col("max_leader_hw_before")),
         F.lit(False)))
 
 
 def log_divergence(events: DataFrame) -> DataFrame:
-    """Offsets of a partition where two replicas' final logs differ below both HWs."""
+    """Offsets of a partition where two replicas' final logs differ below both HWs.
+
+    Per (K, offset) over the records inside their replica's [lso, hw): the replicas holding a
+    record there and the set of values; the replicas *covering* the offset are counted from
+    the (broadcast, small) list of spans of the partition, and a covering replica without a
+    record adds MISSING. Aggregates keyed by a superset of K: no exchange, no exploded ranges.
+    """
     reps = final_replicas(events).where(F.col("hw") > F.col("lso"))
-    cover = reps.select(*K, "replica",
-                        F.explode(F.sequence("lso", F.col("hw") - 1)).alias("offset"))
-    vals = cover.join(final_records(events), [*K, "replica", "offset"], "left").select(
-        *K, "replica", "offset", F.coalesce("value", F.lit(MISSING)).alias("value"))
-    return (vals.groupBy(*K, "offset").agg(
-        F.count_distinct("replica").alias("replicas"),
-        F.array_sort(F.collect_set("value")).alias("values"))
-        .where((F.col("replicas") >= 2) & (F.size("values") > 1)))
+    spans = F.broadcast(reps.groupBy(*K).agg(
+        F.collect_list(F.struct("lso", "hw")).alias("_spans")))
+    recs = (final_records(events)
+            .join(F.broadcast(reps.select(*K, "replica", "lso", "hw")), [*K, "replica"])
+            .where((F.col("offset") >= F.col("lso")) & (F.col("offset") < F.col("hw"))))
+    per_offset = recs.groupBy(*K, "offset").agg(
+        F.size(F.collect_set("replica")).alias("with_record"),
+        F.collect_set("value").alias("held"))
+    covering = F.size(F.filter(
+        "_spans", lambda s: (s["lso"] <= F.col("offset")) & (F.col("offset") < s["hw"])))
+    df = per_offset.join(spans, K).select(*K, "offset", covering.alias("replicas"),
+                                          "with_record", "held")
+    values = F.array_sort(F.when(F.col("with_record") < F.col("replicas"),
+                                 F.array_union("held", F.array(F.lit(MISSING))))
+                          .otherwise(F.col("held")))
+    return (df.select(*K, "offset", "replicas", values.alias("values"))
+            .where((F.col("replicas") >= 2) & (F.size("values") > 1)))
 
 
 # --------------------------------------------------------------------------- ISR
@@ -413,33 +490,43 @@ def top_churning_replicas(events: DataFrame, n: int = 20) -> DataFrame:
 # --------------------------------------------------------------------------- counts
 
 
-def anomaly_parts(events: DataFrame) -> list[DataFrame]:
+def anomaly_parts(events: DataFrame, keep: list[DataFrame] | None = None
+                  ) -> list[DataFrame]:
     """DataFrames of (trace, topic, partition, anomaly, n), one per anomaly family (see
-    ``anomaly_table``). The final source and committed log are persisted: every write and read
-    verdict joins them (they are small: one row per partition, one per committed record).
+    ``anomaly_table``). Three intermediates are persisted, each read by two families: the final
+    source (one row per partition), the committed log and the first ack per value; they are
+    appended to ``keep`` so the caller can unpersist them when done.
+
+    On events partitioned by K (``load.partition_events``) every family is one scan of the
+    cached events plus sorts/aggregates within partitions: none exchanges the large tables.
     """
     source = final_source(events).persist()
     committed = committed_records(events, source).persist()
+    acked = first_acks(events).persist()
+    if keep is not None:
+        keep += [source, committed, acked]
 
     def count(df: DataFrame, name: str) -> DataFrame:
         return df.groupBy(*K).agg(F.count(F.lit(1)).alias("n")).select(
             *K, F.lit(name).alias("anomaly"), "n")
 
-    wv = write_verdicts(events, source, committed)
-    cv = consume_verdicts(events, source, committed)
-    flags = ("hw_regression_visible", "read_uncommitted", "poll_skip", "nonmonotonic_poll")
-    parts = [
-        # one job per family: the verdict column names the anomaly
-        wv.where(F.col("verdict").isNotNull()).groupBy(*K, F.col("verdict").alias("anomaly"))
-        .agg(F.count(F.lit(1)).alias("n")),
-        cv.select(*K, F.explode(F.array(*[F.when(F.col(n), F.lit(n)) for n in flags]))
-                  .alias("anomaly")).where(F.col("anomaly").isNotNull())
-        .groupBy(*K, "anomaly").agg(F.count(F.lit(1)).alias("n")),
-    ]
-    parts += [
-        count(hw_regressions(events), "hw_regression_replica"),
+    polls = poll_chains(events)
+    return [
+        write_verdicts(events, source, committed, acked).where(F.col("verdict").isNotNull())
+        .groupBy(*K, F.col("verdict").alias("anomaly")).agg(F.count(F.lit(1)).alias("n")),
+        count(visible_regressions(events, source, committed).where("hw_regression_visible"),
+              "hw_regression_visible"),
+        count(read_uncommitted(events).where("read_uncommitted"), "read_uncommitted"),
+        polls.groupBy(*K).agg(F.sum(F.col("poll_skip").cast("long")).alias("poll_skip"),
+                              F.sum(F.col("nonmonotonic_poll").cast("long"))
+                              .alias("nonmonotonic_poll"))
+        .select(*K, F.explode(F.map_from_arrays(
+            F.array(F.lit("poll_skip"), F.lit("nonmonotonic_poll")),
+            F.array("poll_skip", "nonmonotonic_poll"))).alias("anomaly", "n"))
+        .where(F.col("n") > 0),
+        count(hw_regressions(events, exposure=False), "hw_regression_replica"),
         count(log_divergence(events), "log_divergence"),
-        count(nonmonotonic_sends(events), "nonmonotonic_send"),
+        count(nonmonotonic_sends(events, acked), "nonmonotonic_send"),
         count(duplicates(events, committed), "duplicate"),
         count(source.where(F.col("offline") | F.col("not_converged")), "no_convergence"),
         count(isr_transitions(events).where("churn"), "isr_churn"),
@@ -447,7 +534,6 @@ def anomaly_parts(events: DataFrame) -> list[DataFrame]:
         .agg(F.sum("duration_us").alias("n"))
         .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
     ]
-    return parts
 
 
 TABLE_SCHEMA: Final = "trace string, topic string, partition int, anomaly string, n long"
@@ -457,14 +543,19 @@ def anomaly_table(events: DataFrame, *, lazy: bool = False) -> DataFrame:
     """(trace, topic, partition, anomaly, n): the checker's counts per partition.
 
     ``n`` is a count, except ``under_min_isr`` where it is microseconds (convert the per-trace
-    sum with // 1000, as the checker does). By default each anomaly is computed as its own job
-    and the (small) result rebuilt as a DataFrame; ``lazy=True`` returns the plain union,
-    whose plan is large enough that code generation dominates on small inputs.
+    sum with // 1000, as the checker does). By default each family is computed as its own job
+    and the (small) result rebuilt as a DataFrame; ``lazy=True`` returns the plain union (and
+    leaves the intermediates persisted), whose plan is large enough that code generation
+    dominates on small inputs.
     """
-    parts = anomaly_parts(events)
     if lazy:
-        return reduce(DataFrame.unionByName, parts)
-    rows = [tuple(r) for part in parts for r in part.collect()]
+        return reduce(DataFrame.unionByName, anomaly_parts(events))
+    keep: list[DataFrame] = []
+    try:
+        rows = [tuple(r) for part in anomaly_parts(events, keep) for r in part.collect()]
+    finally:
+        for df in keep:
+            df.unpersist()
     return events.sparkSession.createDataFrame(rows, TABLE_SCHEMA)
 
 
@@ -472,18 +563,20 @@ def anomaly_counts(events: DataFrame, traces: list[str] | None = None
                    ) -> dict[str, dict[str, int]]:
     """Per trace: every anomaly name of ``ANOMALIES`` → count (zeros included).
 
-    Each anomaly is collected on its own: one union of all of them makes a plan so large that
-    code generation dominates (measured: 78 s against 12 s for ten short traces).
+    Each family is collected on its own: one union of all of them makes a plan so large that
+    code generation dominates (measured: 78 s against 12 s for ten short traces). ``events``
+    should be persisted by the caller (``load_traces`` does it).
     """
-    events = events.persist()
+    keep: list[DataFrame] = []
     try:
         rows = []
-        for part in anomaly_parts(events):
+        for part in anomaly_parts(events, keep):
             rows += part.groupBy("trace", "anomaly").agg(F.sum("n").alias("n")).collect()
         names = traces if traces is not None else [
             r["trace"] for r in events.select("trace").distinct().collect()]
     finally:
-        events.unpersist()
+        for df in keep:
+            df.unpersist()
     out: dict[str, dict[str, int]] = {t: dict.fromkeys(ANOMALIES, 0) for t in sorted(names)}
     for r in rows:
         n = int(r["n"])

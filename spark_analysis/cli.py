@@ -4,13 +4,16 @@ Reads any number of traces (files or folders), computes the checker's anomaly co
 with Spark (``analyses.anomaly_table``) plus the campaign views, and prints either readable
 tables or, with ``--json``, exactly one JSON object on stdout::
 
-    {"traces": N, "events": E, "bad_lines": [{"trace", "line", "problem"}...],
-     "anomalies": {name: total...}, "per_trace": {trace: {"scenario", "seed", "anomalies"}}}
+    {"traces": N, "events": E,
+     "bad_lines": [{"trace", "line", "problem", "action"}...], "skipped_traces": [trace...],
+     "anomalies": {name: total...},
+     "per_trace": {trace: {"scenario", "seed", "status", "events", "anomalies"}}}
 
 Anomaly names are the checker's (``traces.schema.ANOMALIES``), every name present, zeros
 included; ``under_min_isr`` is in milliseconds. ``--out DIR`` writes one Parquet dataset per
 analysis. Exit codes: 0 done; 2 bad input (no trace found, or bad lines — each named on
-stderr as ``file:line: problem``; the analysis of the good lines is still printed).
+stderr as ``file:line: problem (action)``, action being "line skipped", "trace skipped" or
+"tail lost"; the analysis of what could be read is still printed, see ``load``).
 """
 
 from __future__ import annotations
@@ -58,10 +61,10 @@ def main(argv: list[str]) -> int:
     except TraceInputError as exc:
         print(f"isrlab analyze: {exc}", file=sys.stderr)
         return 2
-    for bad in loaded.bad_lines:
-        print(f"isrlab analyze: {bad.trace}:{bad.line}: {bad.problem}", file=sys.stderr)
+    for bad in loaded.problems:
+        print(f"isrlab analyze: {bad}", file=sys.stderr)
 
-    events = loaded.events.persist()
+    events = loaded.events
     table = A.anomaly_table(events).persist()
     meta = A.trace_meta(events)
     wide = A.anomaly_wide(table, meta).persist()
@@ -87,12 +90,13 @@ def main(argv: list[str]) -> int:
         out = {
             "traces": len(per_trace),
             "events": n_events,
-            "bad_lines": [{"trace": b.trace, "line": b.line, "problem": b.problem}
-                          for b in loaded.bad_lines],
+            "bad_lines": [{"trace": b.trace, "line": b.line, "problem": b.problem,
+                           "action": b.action} for b in loaded.problems],
+            "skipped_traces": loaded.skipped_traces,
             "anomalies": totals,
             "per_trace": {
                 r["trace"]: {"scenario": r["scenario"], "seed": r["seed"],
-                             "status": r["status"],
+                             "status": r["status"], "events": int(r["events"] or 0),
                              "anomalies": {a: int(r[a] or 0) for a in ANOMALIES}}
                 for r in per_trace
             },
@@ -100,7 +104,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(f"{len(per_trace)} traces, {n_events} events, "
-              f"{len(loaded.bad_lines)} bad lines")
+              f"{len(loaded.bad_lines)} bad lines skipped, "
+              f"{len(loaded.skipped_traces)} traces skipped")
         print(_table("anomalies (total)", [{"anomaly": a, "count": totals[a]} for a in ANOMALIES],
                      ["anomaly", "count"]))
         print()
@@ -116,7 +121,8 @@ def main(argv: list[str]) -> int:
         print(_table("top churning replicas",
                      [r.asDict() for r in views["top_churning_replicas"].collect()],
                      ["topic", "partition", "replica", "churns", "traces"]))
-    return 2 if loaded.bad_lines else 0
+    loaded.unpersist()
+    return 2 if loaded.problems else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,28 +1,191 @@
-"""One SparkSession for the whole test run (STACK_NOTES §3.8).
+"""One SparkSession and one analysed corpus for the whole test run (STACK_NOTES §3.8).
 
-``local[1]``, one shuffle partition, UI off, UTC, loopback, and the C1-only JIT with the
-serial GC for the test JVM (about half the start-up and first-query time). Every test in this
-folder is marked ``spark``; run them with ``pytest tests/spark`` or skip with ``-m "not spark"``.
+Session: ``local[2]`` (both cores: the corpus is ~1.5M events), UI off, UTC, loopback, and
+the C1-only JIT with the serial GC (about half of the start-up and first-query time; the
+test JVM runs each plan once or twice, so the slower peak code does not pay back). Every test
+in this folder is marked ``spark``; run them with ``pytest tests/spark`` or skip them with
+``-m "not spark"``.
+
+Corpus (``corpus`` fixture): traces the emulator writes during the test session into a
+temporary folder (generated traces are never committed):
+
+* the catalog: every ``scenarios/*.toml`` with its default seed;
+* ``RANDOM_RUNS`` random-seed runs: ``safe-acks-all`` and ``default`` with random nemeses
+  (kill, power loss, partition, pause, isolated leader, delay, drop), short runs, across
+  protocol eras, acks and min ISR, so that anomalies occur in some of them;
+* the hand-built catalogue of ``tracebuild`` (every anomaly expression non-zero somewhere).
+
+Runs go to a process pool of 2 (``forkserver``), each worker running ``faults.campaign.run_seed``
+(the emulator, then ``traces.checker.check_file`` on the trace: the checker's counts come
+back with the row). Generation starts when the Spark fixture is first requested, so it
+overlaps the JVM start and the small tests. Spark then reads the whole folder in one load
+and computes the anomaly table in one pass.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import contextlib
+import io
+import json
+import multiprocessing
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from tracebuild import Trace, catalogue
 
+from emulator.scenario import load as load_scenario
+from faults.campaign import Job, run_seed
+from spark_analysis import analyses as A
+from spark_analysis.cli import main
+from spark_analysis.load import Loaded, load_traces
 from spark_analysis.session import build_session
+from traces.checker import check_file
+from traces.integrity import seal
 
+ROOT = Path(__file__).resolve().parents[2]
 TEST_CONF = {
-    "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
+NEMESES = '["kill","power_loss","partition","pause","isolate_leader","delay","drop"]'
+SHORT = ["duration_s=4", "heal_s=20", f"faults.nemesis={NEMESES}", "faults.interval_s=1.5",
+         "faults.fault_duration_s=2.0"]
+#: (scenario, extra --set values, seeds): 220 random-seed runs.
+RANDOM_CONFIGS: list[tuple[str, list[str], range]] = [
+    ("safe-acks-all", [], range(1, 41)),
+    ("safe-acks-all", ['protocol="0.10"'], range(1, 41)),
+    ("safe-acks-all", ['protocol="0.11"', 'producers.acks="1"',
+      "producers.enable.idempotence=false"], range(1, 31)),
+    ("safe-acks-all", ["topics.min.insync.replicas=1", "faults.budget=false"], range(1, 31)),
+    ("default", ['protocol="2.8"'], range(1, 41)),
+    ("default", ["topics.unclean.leader.election.enable=true", 'producers.acks="1"',
+      "producers.enable.idempotence=false"],
+     range(1, 41)),
+]
+RANDOM_RUNS = sum(len(seeds) for _, _, seeds in RANDOM_CONFIGS)
+
+
+@dataclass
+class Corpus:
+    folder: Path
+    #: trace path -> the checker's anomalies
+    expected: dict[str, dict[str, int]]
+    #: trace path -> "catalog" / "random" / "handmade"
+    kind: dict[str, str]
+    #: trace path -> scenario name (catalog runs)
+    scenario: dict[str, str]
+    loaded: Loaded
+    table: DataFrame
+    wide: DataFrame
+    generate_s: float
+    spark_s: float
+
+
+_generation: dict[str, Any] = {}
+
+
+def _start_generation(folder: Path) -> None:
+    """Submit every run to a pool of 2; the longest (the catalog's reference) first."""
+    if _generation:
+        return
+    pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver"))
+    futures: list[tuple[cf.Future[dict[str, Any]], str, str]] = []
+    catalog = sorted(ROOT.glob("scenarios/*.toml"), key=lambda p: p.stem != "reference")
+    for path in catalog:
+        sc = load_scenario(str(path))
+        job = Job(sc=sc, out_dir=str(folder / "catalog" / path.stem), keep_all=True)
+        futures.append((pool.submit(run_seed, job, sc["seed"]), "catalog", path.stem))
+    for i, (name, sets, seeds) in enumerate(RANDOM_CONFIGS):
+        sc = load_scenario(name, [*SHORT, *sets])
+        job = Job(sc=sc, out_dir=str(folder / "random" / f"{name}-{i}"), keep_all=True)
+        futures += [(pool.submit(run_seed, job, s), "random", name) for s in seeds]
+    _generation.update(pool=pool, futures=futures, t0=time.perf_counter(), folder=folder)
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[1]", app_name="isrlab-tests", conf=TEST_CONF)
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    _start_generation(tmp_path_factory.mktemp("corpus"))
+    session = build_session("local[2]", app_name="isrlab-tests", conf=TEST_CONF)
     yield session
     session.stop()
+    if _generation:
+        _generation["pool"].shutdown(cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def corpus(spark: SparkSession) -> Corpus:
+    folder: Path = _generation["folder"]
+    expected: dict[str, dict[str, int]] = {}
+    kind: dict[str, str] = {}
+    scenario: dict[str, str] = {}
+    for future, k, name in _generation["futures"]:
+        row = future.result(timeout=600)
+        assert row["trace"], f"{name} seed {row['seed']}: {row.get('error')}"
+        trace = str(Path(row["trace"]).resolve())
+        expected[trace], kind[trace], scenario[trace] = row["anomalies"], k, name
+    _generation["pool"].shutdown()
+    for i, (name, trace) in enumerate(sorted(catalogue().items())):
+        suffix = ".jsonl.gz" if i % 3 == 1 else ".jsonl"
+        (folder / "handmade").mkdir(exist_ok=True)
+        path = trace.write(folder / "handmade" / f"{name}{suffix}", end=name != "healthy")
+        key = str(path.resolve())
+        expected[key], kind[key], scenario[key] = check_file(path).anomalies, "handmade", name
+    generate_s = time.perf_counter() - _generation["t0"]
+    t0 = time.perf_counter()
+    loaded = load_traces(spark, [str(folder)])  # one read of the whole folder
+    table = A.anomaly_table(loaded.events)
+    wide = A.anomaly_wide(table, A.trace_meta(loaded.events)).persist()
+    wide.count()
+    return Corpus(folder, expected, kind, scenario, loaded, table, wide, generate_s,
+                  time.perf_counter() - t0)
+
+
+@dataclass
+class Run:
+    """One ``isrlab analyze --json --out`` over a folder of good and damaged traces."""
+
+    folder: Path
+    out: Path
+    code: int
+    report: dict[str, Any]
+    stderr: str
+    paths: dict[str, Path]
+
+
+@pytest.fixture(scope="session")
+def bad_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    folder = tmp_path_factory.mktemp("bad") / "traces"
+    folder.mkdir()
+    cat = catalogue()
+    ok = cat["s8_unclean"].write(folder / "ok.jsonl")
+    damaged = cat["lost_acks_all"].write(folder / "damaged.jsonl")
+    lines = damaged.read_bytes().splitlines(keepends=True)
+    lines[2] = b"this is not json\n"
+    lines[4] = lines[4].replace(b'"ts_us":', b'"ts_us": ')  # crc no longer matches
+    damaged.write_bytes(b"".join(lines))
+    big = Trace()
+    for i in range(3000):
+        big.at(i / 100).send(f"v{i}").hw(0, i, i + 1).ack(f"v{i}", i)
+    cut = big.write(folder / "cut.jsonl.gz")
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])  # the gzip stream ends early
+    schema2 = folder / "schema2.jsonl"
+    ev = [orjson.loads(raw[: raw.rindex(b',"crc":')] + b"}")
+          for raw in ok.read_bytes().splitlines()]
+    ev[0]["schema"] = 2
+    schema2.write_bytes(b"".join(seal(orjson.dumps(e)) for e in ev))
+    (folder / "notes.txt").write_text("not a trace")  # ignored: not *.jsonl
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(folder), "--json", "--out", str(folder.parent / "analysis")])
+    paths = {"ok": ok, "damaged": damaged, "cut": cut, "schema2": schema2}
+    return Run(folder, folder.parent / "analysis", code, json.loads(out.getvalue()), err.getvalue(),
+               {k: p.resolve() for k, p in paths.items()})

@@ -1,9 +1,9 @@
-"""Spark's anomaly counts equal the checker's, trace by trace (docs/anomalies.md).
+"""Spark's anomaly counts equal the checker's, trace by trace and in total (issue #6).
 
-One read of many small traces (plain, gzip, one without ``run_end``) through
-``spark_analysis.load`` and ``analyses.anomaly_counts``, compared with ``traces.checker`` on
-the same files. The catalogue makes every anomaly non-zero somewhere, so each DataFrame
-expression is pinned by at least one trace.
+The corpus (``conftest.corpus``) is every catalog scenario with its default seed, 220
+random-seed emulator runs and the hand-built catalogue, read by Spark in one load of one
+folder; the expected counts are ``traces.checker.check_file`` on each file (``isrlab check``).
+DataFrames are compared with ``pyspark.testing.assertDataFrameEqual``.
 """
 
 from __future__ import annotations
@@ -11,49 +11,57 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import RANDOM_RUNS, ROOT, Corpus
 from pyspark.sql import SparkSession
-from tracebuild import Trace, catalogue
+from pyspark.testing import assertDataFrameEqual
 
-from spark_analysis import analyses as A
-from spark_analysis.load import load_traces
-from traces.checker import ANOMALIES, check_file
+from traces.checker import ANOMALIES
 
 pytestmark = pytest.mark.spark
 
 
-def write_catalogue(folder: Path) -> list[Path]:
-    paths = []
-    for i, (name, trace) in enumerate(sorted(catalogue().items())):
-        suffix = ".jsonl.gz" if i % 3 == 1 else ".jsonl"
-        sub = folder / ("a" if i % 2 else "b")
-        sub.mkdir(exist_ok=True)
-        paths.append(trace.write(sub / f"{name}{suffix}", end=name != "healthy"))
-    return paths
+def test_the_corpus_is_the_whole_catalog_and_at_least_200_random_runs(corpus: Corpus) -> None:
+    catalog = {corpus.scenario[t] for t, k in corpus.kind.items() if k == "catalog"}
+    assert catalog == {p.stem for p in ROOT.glob("scenarios/*.toml")}
+    assert sum(k == "random" for k in corpus.kind.values()) == RANDOM_RUNS >= 200
+    # only the hand-built "healthy" trace, written without run_end on purpose
+    assert [(Path(p.trace).name, p.action) for p in corpus.loaded.problems] == [
+        ("healthy.jsonl", "tail lost")]
+    assert sorted(corpus.loaded.files) == sorted(corpus.expected)
+    print(f"corpus: {len(corpus.expected)} traces generated+checked in {corpus.generate_s:.1f} s,"
+          f" Spark load + anomaly table in {corpus.spark_s:.1f} s")
 
 
-def test_spark_counts_equal_checker_counts_on_every_catalogue_trace(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    paths = write_catalogue(tmp_path)
-    loaded = load_traces(spark, [str(tmp_path)])
-    assert loaded.bad_lines == []
-    assert sorted(loaded.files) == sorted(str(p.resolve()) for p in paths)
-    got = A.anomaly_counts(loaded.events, loaded.files)
-    want = {str(p.resolve()): check_file(p).anomalies for p in paths}
-    assert got == want
-    totals = {a: sum(c[a] for c in want.values()) for a in ANOMALIES}
-    assert all(totals[a] > 0 for a in ANOMALIES), totals  # every expression exercised
+def test_spark_counts_equal_checker_counts_per_trace(spark: SparkSession, corpus: Corpus
+                                                     ) -> None:
+    expected = spark.createDataFrame(
+        [(t, *[int(c[a]) for a in ANOMALIES]) for t, c in corpus.expected.items()],
+        ", ".join(["trace string", *[f"{a} long" for a in ANOMALIES]]))
+    got = corpus.wide.select("trace", *[corpus.wide[a].cast("long").alias(a) for a in ANOMALIES])
+    assertDataFrameEqual(got, expected, checkRowOrder=False, ignoreNullable=True)
 
 
-def test_corrupt_lines_are_reported_with_file_and_line_not_dropped(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    path = catalogue()["lost_acks_all"].write(tmp_path / "damaged.jsonl")
-    lines = path.read_bytes().splitlines(keepends=True)
-    lines[2] = b"this is not json\n"
-    lines[4] = lines[4].replace(b'"ts_us":', b'"ts_us": ')  # crc no longer matches
-    path.write_bytes(b"".join(lines))
-    Trace().write(tmp_path / "ok.jsonl")
-    loaded = load_traces(spark, [str(path), str(tmp_path / "ok.jsonl")])
-    assert [(b.trace, b.line) for b in loaded.bad_lines] == [(str(path), 3), (str(path), 5)]
-    assert loaded.events.where(f"trace = '{path}'").count() == len(lines) - 2
+def test_spark_totals_equal_checker_totals_and_anomalies_occur(corpus: Corpus) -> None:
+    rows = [r.asDict() for r in corpus.wide.collect()]
+    for kind in ("catalog", "random", "handmade"):
+        traces = {t for t, k in corpus.kind.items() if k == kind}
+        got = {a: sum(int(r[a]) for r in rows if r["trace"] in traces) for a in ANOMALIES}
+        want = {a: sum(corpus.expected[t][a] for t in traces) for a in ANOMALIES}
+        assert got == want, kind
+        print(kind, {a: n for a, n in want.items() if n})
+    random = [t for t, k in corpus.kind.items() if k == "random"]
+    with_anomaly = [t for t in random if any(corpus.expected[t][a] for a in ANOMALIES)]
+    assert len(with_anomaly) >= 20, "the random runs should produce anomalies"
+    handmade = {t for t, k in corpus.kind.items() if k == "handmade"}
+    assert all(sum(corpus.expected[t][a] for t in handmade) > 0 for a in ANOMALIES)
+
+
+def test_anomaly_table_is_per_partition_and_sums_to_the_wide_table(corpus: Corpus) -> None:
+    per_partition = corpus.table.groupBy("trace", "anomaly").sum("n").collect()
+    assert {r["anomaly"] for r in per_partition} <= set(ANOMALIES)
+    first = next(iter(sorted(corpus.expected)))
+    got = {r["anomaly"]: int(r["sum(n)"]) for r in per_partition if r["trace"] == first}
+    got = {a: (n // 1000 if a == "under_min_isr" else n) for a, n in got.items()}
+    assert {a: n for a, n in corpus.expected[first].items() if n} == {
+        a: n for a, n in got.items() if n}
+    assert Path(first).exists()

@@ -1,37 +1,31 @@
-"""``isrlab analyze --json``: one JSON object, the checker's names, totals and per trace."""
+"""``isrlab analyze``: one JSON object with the checker's names; Parquet views with ``--out``.
+
+The analysed run is the bad-input one (``conftest.bad_run``): one CLI pass serves both files.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from conftest import Run
 from pyspark.sql import SparkSession
-from tracebuild import catalogue
 
 from spark_analysis.cli import main
-from traces.checker import ANOMALIES, check_file
+from traces.checker import ANOMALIES
 
 pytestmark = pytest.mark.spark
 
 
-def test_analyze_json_reports_checker_names_per_trace_and_writes_parquet(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_analyze_json_uses_checker_names_and_writes_one_parquet_per_view(
+    spark: SparkSession, bad_run: Run
 ) -> None:
-    cat = catalogue()
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    paths = [cat[n].write(traces / f"{n}.jsonl") for n in ("s8_unclean", "churn_offline")]
-    (traces / "notes.txt").write_text("not a trace")  # ignored: not *.jsonl
-    out = tmp_path / "out"
-    assert main([str(traces), "--json", "--out", str(out)]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert list(report["anomalies"]) == list(ANOMALIES)
-    per = {t: v["anomalies"] for t, v in report["per_trace"].items()}
-    assert per == {str(p.resolve()): check_file(p).anomalies for p in paths}
-    assert report["traces"] == 2 and report["bad_lines"] == []
-    assert (out / "anomalies_per_trace.parquet").is_dir()
-    assert spark.read.parquet(str(out / "rollup_protocol.parquet")).count() == 1
+    assert list(bad_run.report["anomalies"]) == list(ANOMALIES)
+    assert bad_run.report["traces"] == 3  # ok, damaged, cut; schema2 skipped, notes ignored
+    for view in ("anomalies_per_trace", "anomalies_per_partition", "hw_regressions",
+                 "isr_churn_per_minute", "partition_health", "log_divergence"):
+        assert (bad_run.out / f"{view}.parquet").is_dir(), view
+    assert spark.read.parquet(str(bad_run.out / "rollup_protocol.parquet")).count() == 1
 
 
 def test_analyze_of_a_missing_path_exits_2(

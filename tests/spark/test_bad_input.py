@@ -1,0 +1,91 @@
+"""Bad input: corrupt lines, a truncated gzip, a trace of another schema version (issue #6).
+
+One ``isrlab analyze --json`` over a folder holding one good trace and one of each kind of
+damage; each test checks one of them: the message on stderr names the file and line, the
+JSON summary says what was skipped, and the valid part is analysed (counts equal to the
+checker's over the lines ``traces.reader.iter_events_lenient`` accepts).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from conftest import Run
+from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
+
+from spark_analysis.load import load_traces
+from traces.checker import ANOMALIES, check_events
+from traces.reader import iter_events_lenient
+
+pytestmark = pytest.mark.spark
+
+
+def _lenient_counts(path: Path) -> dict[str, int]:
+    return check_events(list(iter_events_lenient(path))).anomalies
+
+
+def test_bad_input_exits_2_and_the_good_trace_is_analysed_as_the_checker_does(bad_run: Run) -> None:
+    from traces.checker import check_file
+
+    assert bad_run.code == 2
+    ok = str(bad_run.paths["ok"])
+    assert bad_run.report["per_trace"][ok]["anomalies"] == check_file(ok).anomalies
+
+
+def test_corrupt_lines_are_named_by_file_and_line_and_the_rest_is_analysed(bad_run: Run) -> None:
+    damaged = str(bad_run.paths["damaged"])
+    assert f"{damaged}:3: not a schema-1 JSON object" in bad_run.stderr
+    assert f"{damaged}:5: crc: missing or does not match the line" in bad_run.stderr
+    bad = [(b["trace"], b["line"], b["action"]) for b in bad_run.report["bad_lines"]]
+    assert (damaged, 3, "line skipped") in bad and (damaged, 5, "line skipped") in bad
+    got = bad_run.report["per_trace"][damaged]["anomalies"]
+    assert got == _lenient_counts(bad_run.paths["damaged"])
+
+
+def test_truncated_gzip_is_named_and_the_lines_before_the_cut_are_analysed(bad_run: Run) -> None:
+    cut = bad_run.paths["cut"]
+    problems = [b for b in bad_run.report["bad_lines"] if b["trace"] == str(cut)]
+    tail = [b for b in problems if b["action"] == "tail lost"]
+    assert len(tail) == 1 and "gzip stream is cut off" in tail[0]["problem"]
+    with gzip.open(cut, "rb") as fh:
+        readable = []
+        with pytest.raises(EOFError):
+            for line in fh:
+                readable.append(line)
+    complete = sum(1 for line in readable if line.endswith(b"\n"))
+    assert tail[0]["line"] == complete  # the last complete line before the cut
+    assert f"{cut}:{complete}: the gzip stream is cut off" in bad_run.stderr
+    assert bad_run.report["per_trace"][str(cut)]["events"] == complete
+    assert bad_run.report["per_trace"][str(cut)]["anomalies"] == _lenient_counts(cut)
+
+
+def test_other_schema_version_is_skipped_with_a_message_naming_file_and_line(bad_run: Run) -> None:
+    schema2 = str(bad_run.paths["schema2"])
+    assert f"{schema2}:1: trace schema 2, this isrlab reads schema 1" in bad_run.stderr
+    skipped = [b for b in bad_run.report["bad_lines"] if b["trace"] == schema2]
+    assert [(b["line"], b["action"]) for b in skipped] == [(1, "trace skipped")]
+    assert schema2 not in bad_run.report["per_trace"]
+    assert bad_run.report["skipped_traces"] == [schema2]
+
+
+def test_load_reports_the_same_problems_and_keeps_only_good_rows(spark: SparkSession, bad_run: Run
+                                                                 ) -> None:
+    loaded = load_traces(spark, [str(bad_run.folder)])
+    try:
+        got = loaded.events.groupBy("trace").count()
+        want = [(str(bad_run.paths["ok"]), len(bad_run.paths["ok"].read_bytes().splitlines())),
+                (str(bad_run.paths["damaged"]),
+                 len(bad_run.paths["damaged"].read_bytes().splitlines()) - 2),
+                (str(bad_run.paths["cut"]),
+                 bad_run.report["per_trace"][str(bad_run.paths["cut"])]["events"])]
+        assertDataFrameEqual(got, spark.createDataFrame(want, "trace string, count long"),
+                             checkRowOrder=False)
+        assert [str(p) for p in loaded.problems] == [
+            f"{b['trace']}:{b['line']}: {b['problem']} ({b['action']})"
+            for b in bad_run.report["bad_lines"]]
+        assert set(ANOMALIES) == set(bad_run.report["anomalies"])
+    finally:
+        loaded.unpersist()
