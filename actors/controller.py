@@ -323,39 +323,23 @@ class Controller(Machine):
             for b in p.replicas:
                 if b in p.elr and self._live(b):
                     p.elr = tuple(x for x in p.elr if x != b)
-                    old = p.isr
-                    p.isr = (b,)
-                    self.emit("isr_change", topic=p.topic, partition=p.partition,
-                              old=list(old), new=[b], reason="elr_election",
-                              leader_epoch=p.leader_epoch + 1,
-                              partition_epoch=p.partition_epoch + 1)
-                    self._new_leader(p, b, "elr")
+                    self._elect_alone(p, b, "elr_election", "elr")
                     return
         if (self.rules.elr and not p.isr and not p.elr and len(p.last_known_elr) == 1
                 and self._live(p.last_known_elr[0])):
             # KIP-966 last-known-leader: the one replica last known eligible (unclean)
             b = p.last_known_elr[0]
-            old = p.isr
-            p.isr = (b,)
             p.last_known_elr = ()
             p.recovering = True
-            self.emit("isr_change", topic=p.topic, partition=p.partition, old=list(old),
-                      new=[b], reason="last_known_leader", leader_epoch=p.leader_epoch + 1,
-                      partition_epoch=p.partition_epoch + 1)
-            self._new_leader(p, b, "unclean")
+            self._elect_alone(p, b, "last_known_leader", "unclean")
             return
         if p.unclean:
             for b in p.replicas:
                 if self._live(b):
-                    old = p.isr
-                    p.isr = (b,)
+                    # "we have to forcibly set the ISR to just the new leader" (KIP-704)
                     p.elr = ()
                     p.recovering = True
-                    self.emit("isr_change", topic=p.topic, partition=p.partition,
-                              old=list(old), new=[b], reason="unclean_election",
-                              leader_epoch=p.leader_epoch + 1,
-                              partition_epoch=p.partition_epoch + 1)
-                    self._new_leader(p, b, "unclean")
+                    self._elect_alone(p, b, "unclean_election", "unclean")
                     return
         if p.leader >= 0 or reason != "broker_registered":
             was = p.leader
@@ -366,6 +350,16 @@ class Controller(Machine):
             self.emit("partition_offline", topic=p.topic, partition=p.partition,
                       leader_epoch=p.leader_epoch, isr=list(p.isr), elr=list(p.elr))
             self._publish(p)
+
+    def _elect_alone(self, p: PartitionRecord, leader: int, reason: str, election: str
+                     ) -> None:
+        """Elect ``leader`` with the ISR set to just itself (ELR, last-known, unclean)."""
+        old = p.isr
+        p.isr = (leader,)
+        self.emit("isr_change", topic=p.topic, partition=p.partition, old=list(old),
+                  new=[leader], reason=reason, leader_epoch=p.leader_epoch + 1,
+                  partition_epoch=p.partition_epoch + 1)
+        self._new_leader(p, leader, election)
 
     def _new_leader(self, p: PartitionRecord, leader: int, election: str) -> None:
         p.leader = leader
