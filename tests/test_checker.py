@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from spark.tracebuild import Trace, healthy, scenario
+from spark.tracebuild import Trace, healthy, lossy, scenario
 
 from traces.checker import ANOMALIES, check_events, check_file, main
 from traces.integrity import seal
@@ -38,20 +38,6 @@ def test_healthy_run_has_no_anomalies_and_meets_default_expect() -> None:
 
 
 # --------------------------------------------------------------------------- writes
-
-
-def lossy(acks: str = "all") -> Trace:
-    """p0-0 committed everywhere; p0-1 acked at offset 1, then the final leader holds x@1."""
-    t = Trace(scenario(acks=acks))
-    t.elect(0, [0, 1, 2])
-    t.at(1).send("p0-0", acks=acks).hw(0, 0, 1).ack("p0-0", 0, acks=acks)
-    t.at(2).send("p0-1", acks=acks).ack("p0-1", 1, acks=acks)
-    t.at(3).elect(1, [1, 2], epoch=2)
-    t.at(4).send("p0-2", acks=acks).hw(1, 1, 2).ack("p0-2", 1, acks=acks)
-    t.at(30).converged(True)
-    for r in (1, 2):
-        t.final_log(r, [(0, "p0-0"), (1, "p0-2")], hw=2)
-    return t
 
 
 def test_acked_write_missing_from_final_committed_log_is_lost() -> None:

@@ -164,21 +164,26 @@ def healthy(values: int = 3, **kw: Any) -> Trace:
 # --------------------------------------------------------------------------- catalogue
 
 
+def lossy(acks: str = "all") -> Trace:
+    """p0-0 committed everywhere; p0-1 acked at offset 1, then the final leader holds x@1."""
+    t = Trace(scenario(acks=acks))
+    t.elect(0, [0, 1, 2])
+    t.at(1).send("p0-0", acks=acks).hw(0, 0, 1).ack("p0-0", 0, acks=acks)
+    t.at(2).send("p0-1", acks=acks).ack("p0-1", 1, acks=acks)
+    t.at(3).elect(1, [1, 2], epoch=2)
+    t.at(4).send("p0-2", acks=acks).hw(1, 1, 2).ack("p0-2", 1, acks=acks)
+    t.at(30).converged(True)
+    for r in (1, 2):
+        t.final_log(r, [(0, "p0-0"), (1, "p0-2")], hw=2)
+    return t
+
+
 def catalogue() -> dict[str, Trace]:
     """Small traces that, together, make every anomaly of ``ANOMALIES`` non-zero."""
     out: dict[str, Trace] = {"healthy": healthy()}
 
     for acks in ("all", "1"):  # S6 shape: acked at 1, the next leader writes x@1
-        t = Trace(scenario(acks=acks))
-        t.elect(0, [0, 1, 2])
-        t.at(1).send("p0-0", acks=acks).hw(0, 0, 1).ack("p0-0", 0, acks=acks)
-        t.at(2).send("p0-1", acks=acks).ack("p0-1", 1, acks=acks)
-        t.at(3).elect(1, [1, 2], epoch=2)
-        t.at(4).send("p0-2", acks=acks).hw(1, 1, 2).ack("p0-2", 1, acks=acks)
-        t.at(30).converged(True)
-        for r in (1, 2):
-            t.final_log(r, [(0, "p0-0"), (1, "p0-2")], hw=2)
-        out[f"lost_acks_{acks}"] = t
+        out[f"lost_acks_{acks}"] = lossy(acks)
 
     t = Trace()  # retention: offsets 0, 1 deleted everywhere
     t.elect(0, [0, 1, 2])
