@@ -19,25 +19,41 @@ a run replayable bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+
+@dataclass_transform(frozen_default=True)
+def value(cls: type[T]) -> type[T]:
+    """A value class: a slotted, hashable dataclass that type checkers treat as frozen.
+
+    At run time it is not frozen: a frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` field by field, ~1 us for six fields against ~0.2 us, and the
+    runtime creates a few of these per delivered message (the message itself, its effects).
+    Immutability is checked statically instead: ``mypy --strict`` rejects an assignment to a
+    field (PEP 681 ``frozen_default``).
+    """
+    return dataclass(slots=True, unsafe_hash=True)(cls)
+
 
 Address = tuple[str, str]
 """``(node, actor)``: e.g. ``("broker-1", "orders-0")``, ``("controller", "controller")``."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Send:
     dst: Address
     msg: Any
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Timer:
     delay_us: int
     msg: Any
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Emit:
     event: str
     fields: dict[str, Any]

@@ -1,9 +1,9 @@
 """Every message that crosses the simulated network, named after Kafka's own APIs.
 
-Frozen, slotted dataclasses registered with :func:`actors.wire.message`; sequences are
-tuples (frames decode with ``use_list=False``). A record on the wire is a tuple
-``(offset, value, leader_epoch, timestamp_ms, producer_id, sequence, key)``; offset is -1
-in a produce request (the leader assigns it).
+Value classes (slotted dataclasses, frozen for the type checker) registered with
+:func:`actors.wire.message`; sequences are tuples (frames decode with ``use_list=False``).
+A record on the wire is a tuple ``(offset, value, leader_epoch, timestamp_ms, producer_id,
+sequence, key)``; offset is -1 in a produce request (the leader assigns it).
 
 Error codes are Kafka's error names as strings ("NONE" for success).
 """
@@ -11,7 +11,6 @@ Error codes are Kafka's error names as strings ("NONE" for success).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from actors.wire import message
@@ -55,7 +54,6 @@ def metadata_view_crc(partitions: list[tuple[str, int, int, int, int]],
 
 # --- controller <-> brokers -------------------------------------------------------------
 @message(1)
-@dataclass(frozen=True, slots=True)
 class BrokerRegistration:
     broker: int
     incarnation: int
@@ -63,7 +61,6 @@ class BrokerRegistration:
 
 
 @message(2)
-@dataclass(frozen=True, slots=True)
 class BrokerRegistrationResponse:
     broker: int
     broker_epoch: int
@@ -71,7 +68,6 @@ class BrokerRegistrationResponse:
 
 
 @message(3)
-@dataclass(frozen=True, slots=True)
 class BrokerHeartbeat:
     broker: int
     broker_epoch: int
@@ -79,7 +75,6 @@ class BrokerHeartbeat:
 
 
 @message(4)
-@dataclass(frozen=True, slots=True)
 class PartitionState:
     """LeaderAndIsr / metadata update for one partition (KRaft PartitionRegistration)."""
 
@@ -96,7 +91,6 @@ class PartitionState:
 
 
 @message(5)
-@dataclass(frozen=True, slots=True)
 class BrokerStates:
     """Which brokers are alive (unfenced) and their broker epochs."""
 
@@ -105,7 +99,6 @@ class BrokerStates:
 
 
 @message(6)
-@dataclass(frozen=True, slots=True)
 class AlterPartition:
     topic: str
     partition: int
@@ -117,7 +110,6 @@ class AlterPartition:
 
 
 @message(7)
-@dataclass(frozen=True, slots=True)
 class AlterPartitionResponse:
     topic: str
     partition: int
@@ -129,7 +121,6 @@ class AlterPartitionResponse:
 
 # --- replication ---------------------------------------------------------------------------
 @message(10)
-@dataclass(frozen=True, slots=True)
 class Fetch:
     topic: str
     partition: int
@@ -144,7 +135,6 @@ class Fetch:
 
 
 @message(11)
-@dataclass(frozen=True, slots=True)
 class FetchResponse:
     topic: str
     partition: int
@@ -160,7 +150,6 @@ class FetchResponse:
 
 
 @message(12)
-@dataclass(frozen=True, slots=True)
 class OffsetsForLeaderEpoch:
     topic: str
     partition: int
@@ -171,7 +160,6 @@ class OffsetsForLeaderEpoch:
 
 
 @message(13)
-@dataclass(frozen=True, slots=True)
 class OffsetsForLeaderEpochResponse:
     topic: str
     partition: int
@@ -183,7 +171,6 @@ class OffsetsForLeaderEpochResponse:
 
 # --- clients -------------------------------------------------------------------------------
 @message(20)
-@dataclass(frozen=True, slots=True)
 class Produce:
     topic: str
     partition: int
@@ -194,7 +181,6 @@ class Produce:
 
 
 @message(21)
-@dataclass(frozen=True, slots=True)
 class ProduceResponse:
     topic: str
     partition: int
@@ -204,13 +190,11 @@ class ProduceResponse:
 
 
 @message(22)
-@dataclass(frozen=True, slots=True)
 class MetadataRequest:
     correlation: int
 
 
 @message(23)
-@dataclass(frozen=True, slots=True)
 class MetadataResponse:
     # (topic, partition, leader, leader_epoch)
     partitions: tuple[tuple[str, int, int, int], ...]
@@ -218,7 +202,6 @@ class MetadataResponse:
 
 
 @message(24)
-@dataclass(frozen=True, slots=True)
 class OffsetCommit:
     group: str
     topic: str
@@ -229,7 +212,6 @@ class OffsetCommit:
 
 
 @message(25)
-@dataclass(frozen=True, slots=True)
 class OffsetCommitResponse:
     group: str
     topic: str
@@ -239,7 +221,6 @@ class OffsetCommitResponse:
 
 
 @message(26)
-@dataclass(frozen=True, slots=True)
 class OffsetFetch:
     group: str
     topic: str
@@ -248,7 +229,6 @@ class OffsetFetch:
 
 
 @message(27)
-@dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
     group: str
     topic: str
@@ -259,7 +239,6 @@ class OffsetFetchResponse:
 
 
 @message(28)
-@dataclass(frozen=True, slots=True)
 class ListOffsets:
     topic: str
     partition: int
@@ -268,7 +247,6 @@ class ListOffsets:
 
 
 @message(29)
-@dataclass(frozen=True, slots=True)
 class ListOffsetsResponse:
     topic: str
     partition: int
@@ -279,7 +257,6 @@ class ListOffsetsResponse:
 
 # --- timers (self-addressed) -----------------------------------------------------------------
 @message(40)
-@dataclass(frozen=True, slots=True)
 class Tick:
     """A self-addressed timer: ``kind`` names it, ``token`` lets stale ones be ignored."""
 
@@ -290,7 +267,6 @@ class Tick:
 
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
-@dataclass(frozen=True, slots=True)
 class JoinGroup:
     group: str
     member: str              # stable member name (client id); a restart rejoins anew
@@ -303,7 +279,6 @@ class JoinGroup:
 
 
 @message(31)
-@dataclass(frozen=True, slots=True)
 class GroupAssignment:
     """JoinGroup/SyncGroup response and rebalance notification, in one (eager protocol)."""
 
@@ -316,7 +291,6 @@ class GroupAssignment:
 
 
 @message(32)
-@dataclass(frozen=True, slots=True)
 class GroupHeartbeat:
     group: str
     member: str
@@ -325,7 +299,6 @@ class GroupHeartbeat:
 
 
 @message(33)
-@dataclass(frozen=True, slots=True)
 class GroupHeartbeatResponse:
     group: str
     member: str
@@ -335,7 +308,6 @@ class GroupHeartbeatResponse:
 
 # --- admin ---------------------------------------------------------------------------------
 @message(34)
-@dataclass(frozen=True, slots=True)
 class DeleteRecords:
     topic: str
     partition: int
@@ -345,7 +317,6 @@ class DeleteRecords:
 
 
 @message(35)
-@dataclass(frozen=True, slots=True)
 class DeleteRecordsResponse:
     topic: str
     partition: int

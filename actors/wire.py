@@ -16,9 +16,12 @@ from __future__ import annotations
 import dataclasses
 import struct
 import zlib
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar, dataclass_transform
 
 import msgpack
+
+from actors.core import value
 
 T = TypeVar("T")
 
@@ -32,10 +35,13 @@ class FrameError(Exception):
     """A frame that cannot be accepted (checksum, msgpack, unknown tag, arity)."""
 
 
-def message(tag: int) -> Any:
-    """Class decorator: register a frozen dataclass as a wire message under ``tag``."""
+@dataclass_transform(frozen_default=True)
+def message(tag: int) -> Callable[[type[T]], type[T]]:
+    """Class decorator: make ``cls`` a value class (:func:`actors.core.value`: a slotted
+    dataclass, frozen for type checkers) and register it as a wire message under ``tag``."""
 
     def register(cls: type[T]) -> type[T]:
+        cls = value(cls)
         if tag in _CLASSES:
             raise ValueError(f"message tag {tag} used twice ({cls.__name__})")
         names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
