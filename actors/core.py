@@ -74,12 +74,9 @@ class Machine:
     def __init__(self, node: str, name: str) -> None:
         self.node = node
         self.name = name
+        self.address: Address = (node, name)
         self.now_us = 0
         self._out: list[Effect] = []
-
-    @property
-    def address(self) -> Address:
-        return (self.node, self.name)
 
     @property
     def now_ms(self) -> int:

@@ -1,7 +1,7 @@
 """One codec for every message: typed dataclasses <-> msgpack frames with a CRC.
 
 A frame is ``msgpack([tag, field1, field2, ...]) + crc32(payload)`` (4 bytes, big endian).
-Fields are packed from a per-class precomputed tuple (never ``dataclasses.asdict``, which
+Fields are packed from a per-class precomputed getter (never ``dataclasses.asdict``, which
 deep-copies and costs ~20 us a message; STACK_NOTES 2.3) and rebuilt with ``cls(*fields)``.
 Frames are decoded with ``use_list=False``, so sequences come back as tuples: message
 fields that hold sequences are typed as tuples.
@@ -14,6 +14,7 @@ different message.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import struct
 import zlib
 from collections.abc import Callable
@@ -25,9 +26,9 @@ from actors.core import value
 
 T = TypeVar("T")
 
-_TAGS: dict[type[Any], int] = {}
 _CLASSES: dict[int, tuple[type[Any], tuple[str, ...]]] = {}
-_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+#: per class: its tag and a getter returning the field values as a tuple
+_PACK: dict[type[Any], tuple[int, Callable[[Any], tuple[Any, ...]]]] = {}
 _CRC = struct.Struct(">I")
 
 
@@ -45,9 +46,8 @@ def message(tag: int) -> Callable[[type[T]], type[T]]:
         if tag in _CLASSES:
             raise ValueError(f"message tag {tag} used twice ({cls.__name__})")
         names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-        _TAGS[cls] = tag
         _CLASSES[tag] = (cls, names)
-        _FIELDS[cls] = names
+        _PACK[cls] = (tag, _field_getter(names))
         return cls
 
     return register
@@ -62,11 +62,20 @@ class Codec:
         self._packer = msgpack.Packer()
 
     def encode(self, msg: Any) -> bytes:
-        cls = type(msg)
-        payload: bytes = self._packer.pack(
-            [_TAGS[cls], *[getattr(msg, name) for name in _FIELDS[cls]]]
-        )
+        tag, fields = _PACK[type(msg)]
+        payload: bytes = self._packer.pack((tag, *fields(msg)))
         return payload + _CRC.pack(zlib.crc32(payload))
+
+
+def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of ``names`` as a tuple, in one C call (``attrgetter`` of one name
+    returns the bare value, so that case is wrapped)."""
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda msg: (one(msg),)
+    if not names:
+        return lambda msg: ()
+    return operator.attrgetter(*names)
 
 
 def decode(frame: bytes) -> Any:

@@ -4,7 +4,10 @@ Design (STACK_NOTES "Driving virtual time", DESIGN section 3):
 
 * One heap of entries keyed ``(time_us, seq)``. ``seq`` is assigned when an entry is pushed,
   and entries are only pushed from this scheduler's own loop in a canonical order, so the
-  key is a pure function of the run — never of Trio's run queue.
+  key is a pure function of the run — never of Trio's run queue. The heap holds the key
+  packed into one int, ``time_us << SEQ_BITS | seq`` (int comparisons are ~2x cheaper
+  than tuple ones, and the heap is large: every request carries a timeout timer), and the
+  entries live in a dict by ``seq``.
 * The loop takes every delivery due at the earliest instant ``t`` (up to the first control
   entry) and puts each frame into its actor's inbox (a Trio memory channel). Actors hand
   back their effects tagged with the index of the delivery that caused them; the actor
@@ -42,6 +45,8 @@ from traces.writer import TraceWriter
 
 DELIVER: Final = 0
 CONTROL: Final = 1
+SEQ_BITS: Final = 40
+SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 
 # An actor's inbox item: (cause index in the batch, src address, msgpack frame bytes — or,
 # for a timer, the timer message itself: timers are in-process and never cross the wire).
@@ -83,7 +88,8 @@ class Scheduler:
         self.now = 0
         self.nodes: dict[str, Node] = {}
         self.delivered = 0
-        self._heap: list[tuple[Any, ...]] = []
+        self._heap: list[int] = []                       # time_us << SEQ_BITS | seq
+        self._entries: dict[int, tuple[Any, ...]] = {}   # seq -> (kind, dst, src, frame)
         self._seq = 0
         self._pending = 0
         self._done = trio.Event()
@@ -107,8 +113,9 @@ class Scheduler:
         self._stop = True
 
     def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, dst, src, frame))
+        seq = self._seq = self._seq + 1
+        self._entries[seq] = (kind, dst, src, frame)
+        heapq.heappush(self._heap, t << SEQ_BITS | seq)
 
     def emit(self, node: str, actor: str, event: str, **fields: Any) -> None:
         self.writer.emit(self.now, node, actor, event, fields)
@@ -149,15 +156,18 @@ class Scheduler:
                   kind=kind or ("power_loss" if power_loss else "process"))
         # Volatile state dies with the process: its pending timers, and frames on the wire
         # to it (their connections are reset), never reach the next incarnation.
-        kept: list[tuple[Any, ...]] = []
-        lost: list[tuple[Any, ...]] = []
-        for entry in self._heap:
-            (lost if entry[2] == DELIVER and entry[3][0] == name else kept).append(entry)
+        entries = self._entries
+        kept: list[int] = []
+        lost: list[int] = []
+        for key in self._heap:
+            entry = entries[key & SEQ_MASK]
+            (lost if entry[0] == DELIVER and entry[1][0] == name else kept).append(key)
         if lost:
             self._heap[:] = kept
             heapq.heapify(self._heap)
-            for entry in sorted(lost, key=lambda e: (e[0], e[1])):
-                self._drop(entry[4], entry[3], entry[5], "node_down")
+            for key in sorted(lost):
+                _, dst, src, frame = entries.pop(key & SEQ_MASK)
+                self._drop(src, dst, frame, "node_down")
 
     def restart_node(self, name: str) -> None:
         if self.nodes[name].state != "down":
@@ -179,7 +189,7 @@ class Scheduler:
         self.emit(name, "sim", "node_resume")
         held, node.held = node.held, []
         for entry in held:
-            self._push(self.now, DELIVER, entry[3], entry[4], entry[5])
+            self._push(self.now, DELIVER, entry[1], entry[2], entry[3])
 
     # -- the actor shell -------------------------------------------------------------------
     async def _node_task(self, node: Node, scope: trio.CancelScope,
@@ -272,46 +282,48 @@ class Scheduler:
                 self._commit(result[0], result[1])
         self._results = []
         heap = self._heap
+        entries = self._entries
         nodes = self.nodes
         network = self.network
+        heappop = heapq.heappop
         while True:
             if not heap or self._stop:
                 self._done.set()
                 self._wakeup.set()
                 return
-            t = heap[0][0]
+            t = heap[0] >> SEQ_BITS
             if self.clock == "real" and t > self._paced:
                 self._sleep_to = t
                 self._wakeup.set()
                 return
             self.now = t
-            if heap[0][2] == CONTROL:
-                heapq.heappop(heap)[3]()
+            if entries[heap[0] & SEQ_MASK][0] == CONTROL:
+                entries.pop(heappop(heap) & SEQ_MASK)[1]()
                 continue
             batch: list[tuple[Any, ...]] = []
-            while heap and heap[0][0] == t and heap[0][2] == DELIVER:
-                batch.append(heapq.heappop(heap))
+            end = (t + 1) << SEQ_BITS
+            while heap and heap[0] < end and entries[heap[0] & SEQ_MASK][0] == DELIVER:
+                batch.append(entries.pop(heappop(heap) & SEQ_MASK))
             results: list[tuple[Machine, list[Outbound]] | None] = [None] * len(batch)
             self._results = results
             pending = 0
             for i, entry in enumerate(batch):
-                dst = entry[3]
-                src = entry[4]
+                _, dst, src, frame = entry
                 node = nodes.get(dst[0])
                 if node is None or node.state == "down":
-                    self._drop(src, dst, entry[5], "node_down")
+                    self._drop(src, dst, frame, "node_down")
                     continue
                 if src[0] != dst[0] and network.is_cut(src[0], dst[0]):
-                    self._drop(src, dst, entry[5], "partition")
+                    self._drop(src, dst, frame, "partition")
                     continue
                 if node.state == "paused":
                     node.held.append(entry)
                     continue
                 inbox = node.inboxes.get(dst[1])
                 if inbox is None:
-                    self._drop(src, dst, entry[5], "no_such_actor")
+                    self._drop(src, dst, frame, "no_such_actor")
                     continue
-                inbox.send_nowait((i, src, entry[5]))
+                inbox.send_nowait((i, src, frame))
                 pending += 1
             if pending:
                 self.delivered += pending

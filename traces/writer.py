@@ -38,23 +38,37 @@ ISRLAB_VERSION = "0.1.0"
 
 
 class _Sink:
-    """structlog's "logger": writes rendered bytes, keeps the running digest. No lock."""
+    """structlog's "logger": writes rendered bytes, keeps the running digest. No lock.
 
-    __slots__ = ("_file", "_sha", "count")
+    Lines are gathered and written (and hashed: SHA-256 of the concatenation does not
+    depend on the chunking) ``BATCH`` at a time; the file object buffers further.
+    """
+
+    __slots__ = ("_file", "_sha", "_lines", "count")
+    BATCH = 256
 
     def __init__(self, file: IO[bytes]) -> None:
         self._file = file
         self._sha = hashlib.sha256()
+        self._lines: list[bytes] = []
         self.count = 0
 
     def msg(self, line: bytes) -> None:
-        self._file.write(line)
-        self._sha.update(line)
+        self._lines.append(line)
         self.count += 1
+        if len(self._lines) >= self.BATCH:
+            self.flush()
 
     info = msg
 
+    def flush(self) -> None:
+        chunk = b"".join(self._lines)
+        self._lines.clear()
+        self._file.write(chunk)
+        self._sha.update(chunk)
+
     def hexdigest(self) -> str:
+        self.flush()
         return self._sha.hexdigest()
 
 
@@ -133,7 +147,7 @@ class TraceWriter:
         self.emit(self.last_ts_us, "sim", "sim", "run_end",
                   {"status": status, "events": self._sink.count, "sha256": prior, **fields})
         self.closed = True
-        digest = self._sink.hexdigest()
+        digest = self._sink.hexdigest()   # writes what the sink still holds
         self._file.flush()
         if not isinstance(self._file, io.BytesIO):
             self._file.close()
