@@ -92,6 +92,7 @@ class Producer(Client):
         self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sticky = StickyPartitioner(cfg.partitions, rng)
+        self.key_partitions: dict[str, int] = {}   # key -> partition (a pure function: cached)
 
     def start(self) -> None:
         self.refresh_metadata()
@@ -103,12 +104,16 @@ class Producer(Client):
         value = f"p{self.producer_id}-{self.sent}"
         self.sent += 1
         if cfg.keys > 0:
-            key: str | None = f"k{self.rng.randrange(cfg.keys)}"
-            assert key is not None
-            if cfg.partitioner == "legacy":
-                partition = legacy_partition(key, cfg.partitions)
+            k = f"k{self.rng.randrange(cfg.keys)}"
+            key: str | None = k
+            cached = self.key_partitions.get(k)
+            if cached is not None:
+                partition = cached
+            elif cfg.partitioner == "legacy":
+                partition = self.key_partitions[k] = legacy_partition(k, cfg.partitions)
             else:
-                partition = default_partition(key.encode(), cfg.partitions)
+                partition = self.key_partitions[k] = default_partition(k.encode(),
+                                                                       cfg.partitions)
         else:
             key = None
             partition = self.sticky.partition()

@@ -60,8 +60,9 @@ class RunResult:
     status: str
     sim_seconds: float
     wall_seconds: float
-    delivered: int
+    delivered: int              # inbox deliveries: network frames and timer messages
     error: str | None = None
+    frames: int = 0             # of the deliveries, network frames
 
 
 class Cluster:
@@ -422,7 +423,7 @@ def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual
     digest = w.close(status, **extra)
     return RunResult(str(out) if out else None, digest, w.events,
                      status, cluster.sched.now / US, time.perf_counter() - wall0,
-                     cluster.sched.delivered, error)
+                     cluster.sched.delivered, error, cluster.sched.delivered_frames)
 
 
 @contextlib.contextmanager

@@ -87,7 +87,8 @@ class Scheduler:
         self.speed = speed
         self.now = 0
         self.nodes: dict[str, Node] = {}
-        self.delivered = 0
+        self.delivered = 0          # inbox deliveries: network frames and timer messages
+        self.delivered_frames = 0   # of which network frames
         self._heap: list[int] = []                       # time_us << SEQ_BITS | seq
         self._entries: dict[int, tuple[Any, ...]] = {}   # seq -> (kind, dst, src, frame)
         self._seq = 0
@@ -203,7 +204,9 @@ class Scheduler:
     async def _actor_loop(self, m: Machine, inbox: trio.MemoryReceiveChannel[Inbound]
                           ) -> None:
         codec = Codec()
-        async for cause, src, frame in inbox:
+        receive = inbox.receive
+        while True:   # the inbox is never closed: the node's cancel scope ends this loop
+            cause, src, frame = await receive()
             m.now_us = self.now
             if type(frame) is bytes:
                 try:
@@ -325,6 +328,8 @@ class Scheduler:
                     continue
                 inbox.send_nowait((i, src, frame))
                 pending += 1
+                if type(frame) is bytes:
+                    self.delivered_frames += 1
             if pending:
                 self.delivered += pending
                 self._pending = pending
