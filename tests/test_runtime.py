@@ -170,3 +170,32 @@ def test_exception_inside_an_actor_ends_the_trace_with_status_error(
     assert res.status == "error"
     assert last["event"] == "run_end" and last["status"] == "error"
     assert last["error_type"] == "RuntimeError" and "injected" in last["error_message"]
+
+
+def test_collector_thresholds_are_restored_after_a_run_even_one_that_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from actors.replica import Replica
+    before = gc.get_threshold()
+    run_to_bytes("default", 2, SMALL)
+    assert gc.get_threshold() == before
+
+    def boom(self: Replica, *a: object) -> None:
+        raise RuntimeError("injected failure")
+    monkeypatch.setattr(Replica, "_on_tick", boom)
+    res, _ = run_to_bytes("default", 2, SMALL)
+    assert res.status == "error"
+    assert gc.get_threshold() == before
+
+
+def test_trace_bytes_do_not_depend_on_how_the_sink_batches_lines(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from traces.writer import _Sink
+    _, batched = run_to_bytes("default", 3, [*SMALL, *FAULTY])
+    monkeypatch.setattr(_Sink, "BATCH", 1)
+    _, line_by_line = run_to_bytes("default", 3, [*SMALL, *FAULTY])
+    assert batched == line_by_line
+    last = events(batched)[-1]
+    body = batched[: batched.rindex(b"\n", 0, len(batched) - 1) + 1]
+    assert last["sha256"] == hashlib.sha256(body).hexdigest()
