@@ -29,34 +29,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 FLOOR_SIZES = (10_000, 60_000)
 EMULATOR_SECONDS = (1.0, 4.0)
 
 
 def _child_floor(n: int) -> None:
-    import msgpack
     import trio
+    from runtime import floor_hops  # bench/runtime.py: the same floor
 
-    async def main() -> None:
-        send, recv = trio.open_memory_channel[bytes](0)
-        packer = msgpack.Packer()
-        msg = {"topic": "orders", "partition": 3, "replica": 2, "offset": 12345, "epoch": 7,
-               "hw": 12000, "leo": 12400, "lso": 0, "corr": 99, "error": "NONE"}
-        done = trio.Event()
-
-        async def consumer() -> None:
-            for _ in range(n):
-                msgpack.unpackb(await recv.receive())
-            done.set()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(consumer)
-            for _ in range(n):
-                await send.send(packer.pack(msg))
-            await done.wait()
-
-    trio.run(main)
+    trio.run(floor_hops, n)
     print(f"messages {n} frames {n}")
 
 
