@@ -177,6 +177,13 @@ class PartitionLog:
         """Remove every record at or above ``offset``; returns the old LEO."""
         old = self.log_end_offset
         if offset >= old:
+            # UnifiedLog.truncateTo: nothing to cut, but the epoch cache is truncated at
+            # the LEO all the same — a broker that was leader assigned its epoch's start
+            # offset, appended nothing and lost the leadership keeps an entry past its log
+            # that makes every truncate-on-fetch request diverge again (a fetch livelock)
+            if self.epochs.entries and self.epochs.entries[-1][1] >= old:
+                self.epochs.truncate_from_end(old)
+                self.epoch_checkpoint = list(self.epochs.entries)
             return old
         if self.records:
             keep = max(0, offset - self.records[0][0])

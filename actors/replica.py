@@ -843,6 +843,7 @@ class Replica(Machine):
 
     def _truncate(self, offset: int, reason: str) -> None:
         if offset >= self.leo:
+            self.log.truncate_to(offset)   # no record to cut, but maybe an epoch entry
             return
         old = self.log.truncate_to(offset)
         self.emit("log_truncate", **self._tp(), old_leo=old, new_leo=self.leo, reason=reason)

@@ -214,3 +214,29 @@ def test_seed002_segments_0_11_23_with_log_start_25_make_the_first_two_deletable
     gone = log.delete_segments_below(25)
     assert [s.base_offset for s in gone] == [0, 11]
     assert log.segments[0].base_offset == 23 and log.base == 23
+
+
+def test_a_leader_that_appended_nothing_drops_its_epoch_entry_when_a_fetch_diverges() -> None:
+    """UnifiedLog.truncateTo cuts the epoch cache at the LEO even when no record is cut.
+
+    Broker 3 is elected (epoch 1, start offset 0 in its cache), appends nothing and loses the
+    leadership to broker 2, whose log is epoch 0 up to offset 89. Its fetch says "last
+    epoch 1"; the leader answers "diverging: epoch 0 ends at 89". Without the cut, every
+    later fetch says "last epoch 1" again and the follower never catches up (found by a
+    swarm campaign: safe-acks-all seed 5118, no_convergence).
+    """
+    r = Replica("broker-3", 3, PartitionLog("orders", 0), rules_for("4.1"), ReplicaConfig(),
+                clean_start=True)
+    r.start()
+    r.handle(PartitionState(2, "orders", 0, (2, 3, 1), 3, 1, (1, 2, 3), (), 3, False),
+             ("x", "y"))
+    assert r.role == "leader" and r.log.epochs.entries == [(1, 0)]
+    r.handle(PartitionState(2, "orders", 0, (2, 3, 1), 2, 2, (1, 2), (), 4, False),
+             ("x", "y"))
+    first = [e.msg for e in r.drain() if isinstance(e, Send) and isinstance(e.msg, Fetch)]
+    assert first[-1].last_fetched_epoch == 1
+    r.handle(FetchResponse("orders", 0, NONE, 89, 89, 0, (), 0, 89, 2,
+                           first[-1].correlation), ("broker-2", "orders-0"))
+    assert r.log.epochs.entries == []
+    again = [e.msg for e in r.drain() if isinstance(e, Send) and isinstance(e.msg, Fetch)]
+    assert again and again[-1].fetch_offset == 0 and again[-1].last_fetched_epoch != 1
