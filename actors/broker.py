@@ -89,6 +89,13 @@ class Broker(Machine):
 
     def handle(self, msg: Any, src: Address) -> None:
         t = type(msg)
+        if (t is PartitionState or t is BrokerStates) and self.broker_epoch < 0:
+            # Not registered in this incarnation: metadata is applied only after the
+            # registration is acknowledged (KRaft's initial catch-up; ZooKeeper brokers
+            # register before any LeaderAndIsr reaches them). A controller that still
+            # knows the previous incarnation must not make this one a leader on its old
+            # state; the view checksum in the first heartbeat brings everything back.
+            return
         if t is PartitionState:
             if msg.controller_epoch < self.controller_epoch:
                 return   # a zombie controller (controller-epoch fencing)

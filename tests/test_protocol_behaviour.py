@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 
 from actors.broker import Broker
+from actors.core import Send
 from actors.log import BrokerDisk
-from actors.messages import PartitionState
+from actors.messages import BrokerRegistrationResponse, PartitionState
 from emulator.cluster import run
 from emulator.scenario import load
 from traces.checker import check_events
@@ -47,12 +48,35 @@ def test_a_restarted_controller_bumps_its_epoch_and_brokers_drop_stale_states() 
     assert epochs[0] == 1 and max(epochs) == 2
     broker = Broker("broker-1", 1, BrokerDisk(), incarnation=1, hosted=(("orders", 0),),
                     heartbeat_interval_ms=2000)
+    broker.handle(BrokerRegistrationResponse(1, 4, 2), ("controller", "controller"))
+    broker.drain()
     new = PartitionState(2, "orders", 0, (1, 2, 3), 2, 5, (1, 2, 3), (), 7, False)
     stale = PartitionState(1, "orders", 0, (1, 2, 3), 1, 6, (1, 2, 3), (), 8, False)
     broker.handle(new, ("controller", "controller"))
     assert broker.drain()                        # forwarded to the local replica
     broker.handle(stale, ("controller", "controller"))
     assert broker.drain() == [] and broker.metadata[("orders", 0)] == (2, 5)
+
+
+def test_a_broker_applies_no_partition_state_before_its_registration_is_acknowledged(
+        ) -> None:
+    """A controller that still knows the previous incarnation (it was down when the broker
+    restarted) must not make the new one leader on the old state: KRaft brokers apply
+    metadata only after registering (swarm seed 5118 had a power-lost broker lead with an
+    empty log for most of a second)."""
+    broker = Broker("broker-3", 3, BrokerDisk(), incarnation=2, hosted=(("orders", 1),),
+                    heartbeat_interval_ms=2000)
+    broker.start()
+    broker.drain()
+    old_state = PartitionState(2, "orders", 1, (2, 3, 1), 3, 1, (1, 2, 3), (), 3, False)
+    broker.handle(old_state, ("controller", "controller"))
+    assert broker.drain() == [] and broker.metadata == {}
+    broker.handle(BrokerRegistrationResponse(3, 5, 2), ("controller", "controller"))
+    broker.drain()
+    fresh = PartitionState(2, "orders", 1, (2, 3, 1), 2, 2, (1, 2), (), 5, False)
+    broker.handle(fresh, ("controller", "controller"))
+    sent = [e.msg for e in broker.drain() if isinstance(e, Send)]
+    assert sent == [fresh] and broker.metadata[("orders", 1)] == (2, 2)
 
 
 def test_replica_lag_max_messages_brings_back_pre_0_9_isr_churn() -> None:
