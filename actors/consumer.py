@@ -144,6 +144,7 @@ class Consumer(Client):
         leader, _ = self.leader_of(self.cfg.topic, p)
         if leader < 0:
             self._retry_later(p)
+            self.refresh_metadata()   # else a partition unknown at start is never learnt
             return
         corr = self.next_correlation()
         self.outstanding[p] = corr

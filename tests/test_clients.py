@@ -168,3 +168,44 @@ def test_a_group_without_a_topic_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as err:
         load(str(f))
     assert "consumers[1].topic" in str(err.value) and "required" in str(err.value)
+
+
+def test_consumer_learns_the_leader_of_an_assigned_partition_missing_from_its_metadata(
+        ) -> None:
+    """A partition assigned before the brokers knew its leader (the first metadata answer
+    lists only partition 0) is reset only after a fresh metadata request (swarm seed 130
+    of ``default``: the consumer retried OffsetFetch for 60 s and never read partition 2)."""
+    from actors.consumer import Consumer, ConsumerConfig
+    from actors.core import Send
+    from actors.messages import (
+        GroupAssignment,
+        ListOffsets,
+        MetadataRequest,
+        MetadataResponse,
+        OffsetFetch,
+        OffsetFetchResponse,
+        Tick,
+    )
+    c = Consumer("consumer-g0-1", ConsumerConfig("g0", "orders", 3, 1, 2,
+                                                 auto_offset_reset="earliest"),
+                 brokers=(1, 2, 3))
+    c.start()
+    first = [e.msg for e in c.drain() if isinstance(e, Send)
+             and isinstance(e.msg, MetadataRequest)][0]
+    c.handle(GroupAssignment("g0", "g0-1", 2, (2,), "NONE", 0), ("broker-3", "broker"))
+    c.handle(MetadataResponse((("orders", 0, 1, 0),), first.correlation), ("broker-1", "broker"))
+    ask = [e.msg for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
+    c.handle(OffsetFetchResponse("g0", "orders", 2, -1, "NONE", ask[-1].correlation),
+             ("broker-3", "broker"))
+    again = [e.msg for e in c.drain() if isinstance(e, Send)
+             and isinstance(e.msg, MetadataRequest)]
+    assert again, "no metadata request for a partition with no known leader"
+    c.handle(MetadataResponse((("orders", 0, 1, 0), ("orders", 2, 3, 0)),
+                              again[0].correlation), ("broker-2", "broker"))
+    c.drain()
+    c.handle(Tick("retry", 0, 2), ("consumer-g0-1", "consumer"))
+    ask = [e.msg for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
+    c.handle(OffsetFetchResponse("g0", "orders", 2, -1, "NONE", ask[-1].correlation),
+             ("broker-3", "broker"))
+    sent = [e for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, ListOffsets)]
+    assert sent and sent[0].dst == ("broker-3", "orders-2")

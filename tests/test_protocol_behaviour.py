@@ -83,7 +83,7 @@ def test_replica_lag_max_messages_brings_back_pre_0_9_isr_churn() -> None:
     """Seed 001: with the removed message-count rule a burst makes caught-up followers
     leave the ISR although they fetch continuously; the time rule does not."""
     burst = ["producers[0].rate=2000", "producers[0].linger.ms=50", "duration_s=10.0",
-             "topics[0].partitions=1", "network.delay.low_ms=5.0", "network.delay.high_ms=20.0",
+             "topics[0].partitions=1", "network.delay.low_ms=5.0", "network.delay.high_ms=50.0",
              "faults.plan=[]", "cluster.replica.lag.time.max.ms=1000"]
     by_messages = check_events(_events("default", burst + [
         "cluster.replica.lag.max.messages=20"]))
