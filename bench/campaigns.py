@@ -10,8 +10,15 @@
     same kinds of faults the script used (``kill`` for a crash, ``isolate_leader`` for an
     isolated leader, ...), or a broad mix when the scenario has no script. The catalog is
     discovered when the bench runs, so new entries are measured without editing this file.
+    The wall-time cap (``--max-seconds``) is per 50 simulated seconds of one seed (20 s of
+    workload and 30 s of healing, the catalog's usual run): a random mode that simulates a
+    longer run to give its interleaving room gets a proportionally longer cap. With
+    ``--fixed``, each ``[catalog] fixed`` variant then runs in the same random mode over the
+    same seeds (up to the first detection, at least ``--fixed-seeds``), and must not show
+    the anomaly: a sanity check that the detection is the bug's and not the faults'.
 
-Run: ``.venv/bin/python bench/campaigns.py [--seeds N] [--max-seeds M] [--catalog DIR]``
+Run: ``.venv/bin/python bench/campaigns.py [--seeds N] [--max-seeds M] [--catalog DIR]
+[--only NAME ...] [--fixed]``
 """
 
 from __future__ import annotations
@@ -108,11 +115,21 @@ def random_mode(sc: dict[str, Any]) -> list[str]:
     return ["faults.plan=[]", f"faults.nemesis=[{nemesis}]"]
 
 
+#: simulated seconds of one seed that ``--max-seconds`` is quoted for (20 s + 30 s heal)
+CAP_SIM_S = 50.0
+
+
+def wall_cap(sc: dict[str, Any], max_s: float) -> float:
+    """The wall-time cap for a scenario: ``max_s`` per ``CAP_SIM_S`` simulated seconds."""
+    return max_s * max(1.0, (float(sc["duration_s"]) + float(sc["heal_s"])) / CAP_SIM_S)
+
+
 def first_detection(path: Path, overrides: list[str], max_seeds: int, max_s: float,
                     jobs: int) -> tuple[int | None, int, float, int]:
     """(first detecting seed or None, seeds run, wall s, runs that errored), seeds tried in
-    order 1, 2, ..."""
+    order 1, 2, ...; ``max_s`` is the wall-time cap as given (see :func:`wall_cap`)."""
     sc = load(str(path), overrides)
+    max_s = wall_cap(sc, max_s)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         job = Job(sc, tmp)
@@ -146,9 +163,35 @@ def first_detection(path: Path, overrides: list[str], max_seeds: int, max_s: flo
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int) -> None:
+def fixed_hits(path: Path, overrides: list[str], fixed: list[str], seeds: int,
+               jobs: int) -> tuple[list[int], int]:
+    """Seeds 1..``seeds`` of a fixed variant in random mode: (seeds showing every expected
+    anomaly of the bug, runs that errored)."""
+    sc = load(str(path), [*overrides, *fixed])
+    expected = sc["expect"]["anomalies"]
+    hits: list[int] = []
+    errors = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Job(sc, tmp)
+        pool = _pool(jobs)
+        try:
+            futures = {pool.submit(run_seed, job, s): s for s in range(1, seeds + 1)}
+            for fut in cf.as_completed(futures):
+                row = fut.result()
+                errors += row.get("status") == "error"
+                if row.get("digest") and all(row["anomalies"].get(a) for a in expected):
+                    hits.append(futures[fut])
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return sorted(hits), errors
+
+
+def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int, *,
+              only: list[str] | None = None, fixed_seeds: int = 0) -> None:
     bugs = []
     for path in sorted(catalog.glob("*.toml")):
+        if only and not any(path.stem == n or path.stem.startswith(f"{n}-") for n in only):
+            continue
         try:
             sc = load(str(path))
         except ScenarioError as exc:
@@ -159,6 +202,7 @@ def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int) -> None:
     if not bugs:
         print(f"(b) no bug scenario in {catalog} yet ([expect] anomalies = [...])")
         return
+    table: list[tuple[str, str, str, int, float, str]] = []
     for path, sc in bugs:
         overrides = random_mode(sc)
         seed, ran, wall, errors = first_detection(path, overrides, max_seeds, max_s, jobs)
@@ -172,6 +216,30 @@ def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int) -> None:
         else:
             print(f"(b) {path.stem}: {what} first at seed {seed} ({seed} seeds to first "
                   f"detection, {wall:.0f} s; nemesis {nemesis})", flush=True)
+        fixed_note = ""
+        if fixed_seeds:
+            upto = max(fixed_seeds, seed or 0)
+            notes = []
+            for fix in sc["catalog"]["fixed"]:
+                fix_list = fix if isinstance(fix, list) else [fix]
+                if any(o.startswith("faults.") for o in fix_list):
+                    continue   # fixed by fewer faults (S10), which random mode overrides
+                hits, ferr = fixed_hits(path, overrides, fix_list, upto, jobs)
+                label = " ".join(fix_list)
+                verdict = f"FOUND at seeds {hits}" if hits else "none"
+                print(f"(b)   fixed {label}: {what} in seeds 1..{upto}: {verdict}"
+                      + (f"; {ferr} runs ERRORED" if ferr else ""), flush=True)
+                notes.append(f"{label}: {len(hits)}/{upto}")
+            fixed_note = "; ".join(notes)
+        table.append((path.stem, what, "-" if seed is None else str(seed), ran, wall,
+                      fixed_note))
+    print("(b) seeds to first detection (random faults, no script):")
+    width = max(len(name) for name, *_ in table)
+    print(f"    {'scenario':<{width}}  {'anomaly':<22} {'first':>5} {'seeds':>5} {'wall s':>7}"
+          + ("  fixed variants showing it" if fixed_seeds else ""))
+    for name, what, first, ran, wall, fixed_note in table:
+        print(f"    {name:<{width}}  {what:<22} {first:>5} {ran:>5} {wall:>7.0f}"
+              + (f"  {fixed_note}" if fixed_seeds else ""), flush=True)
 
 
 def main() -> None:
@@ -180,9 +248,17 @@ def main() -> None:
     p.add_argument("--max-seeds", type=int, default=200, help="detection: seeds at most")
     p.add_argument("--repeat", type=int, default=2, help="scaling: best of N runs")
     p.add_argument("--max-seconds", type=float, default=60.0,
-                   help="detection: wall seconds at most per scenario")
+                   help="detection: wall seconds at most per scenario, per 50 simulated "
+                        "seconds of its random mode (see wall_cap)")
     p.add_argument("--jobs", type=int, default=2, help="detection: worker processes")
     p.add_argument("--catalog", type=Path, default=SCENARIO_DIR)
+    p.add_argument("--only", nargs="+", metavar="NAME",
+                   help="detection: only these catalog entries (a name, or its first "
+                        "dash-separated part: s2)")
+    p.add_argument("--fixed", action="store_true",
+                   help="detection: also run each fixed variant in the same random mode")
+    p.add_argument("--fixed-seeds", type=int, default=30,
+                   help="with --fixed: seeds per fixed variant at least (default 30)")
     p.add_argument("--skip-scaling", action="store_true")
     args = p.parse_args()
     if not args.skip_scaling:
@@ -191,7 +267,8 @@ def main() -> None:
         print(f"(a) best: {one:.2f} vs {two:.2f} seeds/s: speed-up with 2 jobs {two / one:.2f}x "
               f"({verdict} the 1.7x target)",
               flush=True)
-    detection(args.catalog, args.max_seeds, args.max_seconds, args.jobs)
+    detection(args.catalog, args.max_seeds, args.max_seconds, args.jobs, only=args.only,
+              fixed_seeds=args.fixed_seeds if args.fixed else 0)
 
 
 if __name__ == "__main__":

@@ -95,34 +95,31 @@ def ensure_traces(events: int) -> list[tuple[str, int]]:
 def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
                  profile: bool = False) -> int:
     """Load + every analysis of ``isrlab analyze --out``; returns the events analysed."""
-    from pyspark.sql import functions as F
-
     from spark_analysis import analyses as A
     from spark_analysis.load import load_traces
 
+    t0 = time.perf_counter()
     loaded = load_traces(spark, files, cache_dir=cache_dir)
-    events = loaded.events
+    analysis = A.Analysis(loaded)
     try:
         if profile:
-            keep: list[Any] = []
-            for i, part in enumerate(A.anomaly_parts(events, keep)):
-                t0 = time.perf_counter()
-                part.groupBy("trace", "anomaly").agg(F.sum("n")).collect()
-                print(f"    family {i:2d}: {time.perf_counter() - t0:6.2f} s", flush=True)
-            for df in keep:
-                df.unpersist()
-        table = A.anomaly_table(events)
-        wide = A.anomaly_wide(table, A.trace_meta(events)).persist()
-        rows = wide.collect()
-        for knob in A.ROLLUP_KNOBS:
-            A.campaign_rollup(wide, knob).collect()
-        for view in (A.hw_regressions(events), A.isr_churn_per_minute(events),
-                     A.partition_health(events), A.top_churning_replicas(events),
-                     A.log_divergence(events)):
+            print(f"    load:        {time.perf_counter() - t0:6.2f} s", flush=True)
+            for i, part in enumerate(analysis.parts()):
+                t = time.perf_counter()
+                part.collect()
+                print(f"    family {i:2d}:   {time.perf_counter() - t:6.2f} s", flush=True)
+        t = time.perf_counter()
+        rows = analysis.wide().collect()
+        if profile:
+            print(f"    table+wide:  {time.perf_counter() - t:6.2f} s", flush=True)
+        for name, view in analysis.views().items():
+            t = time.perf_counter()
             view.count()
-        wide.unpersist()
+            if profile:
+                print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
         return sum(int(r["events"]) for r in rows)
     finally:
+        analysis.unpersist()
         loaded.unpersist()
 
 

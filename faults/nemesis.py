@@ -14,6 +14,14 @@ unclean shutdown and, with ELR, removes the broker from ISR and ELR until it has
 up. That is the most a configuration promises to survive, so a safe configuration must
 show no anomaly. Without the budget anything goes.
 
+Kinds beyond Jepsen's (appended; the draws of the older kinds are unchanged):
+``pause_controller`` and ``delay_controller`` stall or slow the metadata quorum (an
+AlterPartition in flight waits); ``cut`` drops one direction of a random broker pair;
+``cut_leader`` drops the frames from the current leader of a random partition to one of
+its followers (its fetches still arrive: the leader counts them, its answers are lost);
+``deafen`` cuts every link from the other brokers to a random broker (one way only);
+``power_outage`` takes power from every broker at once, each returning after its own delay.
+
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
 """
@@ -98,6 +106,52 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
                      "rate": round(rng.uniform(0.1, 0.9), 3)}
         elif kind == "kill_controller":
             entry = {"at_s": at, "fault": "crash", "target": "controller", "duration_s": dur}
+        elif kind == "pause_controller":
+            # the metadata quorum stalls: AlterPartition, heartbeats and partition states
+            # wait (they are handled, in order, when it resumes)
+            entry = {"at_s": at, "fault": "pause", "target": "controller", "duration_s": dur}
+        elif kind == "delay_controller":
+            # a slow metadata quorum: every request to it and every update from it is late
+            entry = {"at_s": at, "fault": "delay", "target": "controller", "duration_s": dur,
+                     "extra_ms": round(rng.uniform(50, 2000), 1)}
+        elif kind == "cut":
+            # an asymmetric link failure: src's frames no longer reach dst, dst's reach src
+            if len(brokers) < 2:
+                continue
+            src, dst = rng.sample(brokers, 2)
+            entry = {"at_s": at, "fault": "cut", "target": [src, dst], "duration_s": dur}
+        elif kind == "cut_leader":
+            # the current leader's frames no longer reach one of its followers, whose
+            # fetches still reach the leader (both resolved when the fault starts)
+            t0 = rng.choice(topics)
+            tp = f"{t0['name']}-{rng.randrange(t0['partitions'])}"
+            k = rng.randrange(max(1, t0["replication.factor"] - 1))
+            entry = {"at_s": at, "fault": "cut", "target": [f"leader:{tp}", f"follower:{tp}/{k}"],
+                     "duration_s": dur}
+        elif kind == "deafen":
+            # the broker hears nothing from the other brokers (a one-way partition): its
+            # fetches and answers still arrive, the answers to it and its leaders' data
+            # do not; its link to the controller is intact
+            for b in brokers:
+                if b != node:
+                    plan.append({"at_s": at, "fault": "cut", "target": [b, node],
+                                 "duration_s": dur})
+            continue
+        elif kind == "power_outage":
+            # every broker loses power at once (KIP-101's "power outage which affects both
+            # of them"); each comes back after its own draw of the fault duration. Beyond
+            # any fault budget; only when no broker is down already, so that each restart
+            # is the one its own outage drew, and ends within the workload phase (the heal
+            # would restart every broker at once)
+            if faults["budget"] or len(live) < len(brokers):
+                continue
+            downs = [round(base_dur * rng.uniform(0.5, 1.5), 3) for _ in brokers]
+            if at + max(downs) >= end:
+                continue
+            for b, down in zip(brokers, downs, strict=True):
+                plan.append({"at_s": at, "fault": "power_loss", "target": b, "duration_s": down})
+                busy.append((at, at + down, b, True))
+            continue
         else:
             continue
         plan.append(entry)

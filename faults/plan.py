@@ -6,7 +6,12 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
     fault = "crash"       one of FAULT_KINDS
     target = "broker-1"   a node, a list of nodes, or "leader:<topic>-<p>" (resolved when
                           the fault starts), "controller", "random-broker" is never stored:
-                          nemeses resolve randomness when they generate the plan
+                          nemeses resolve randomness when they generate the plan. In a
+                          list, each element may be "leader:<topic>-<p>" or
+                          "follower:<topic>-<p>/<k>": the k-th (mod their count) replica
+                          of the partition other than its current leader, in assignment
+                          order (both resolved when the fault starts; none while the
+                          partition has no leader)
     duration_s = 3.0      > 0: the fault reverts by itself (restart, resume, heal)
     extra_ms / rate       for "delay" / "drop"
 
@@ -36,13 +41,17 @@ FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition
                "delay", "drop", "restart", "resume", "heal")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
-           "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller")
+           "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
+           "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
+           "power_outage")
 
 
 class World(Protocol):
     """What a fault may do to the simulated world (implemented by emulator.cluster)."""
 
     node_names: list[str]
+
+    assignment: dict[tuple[str, int], tuple[int, ...]]
 
     def resolve_target(self, target: Any) -> list[str]: ...
     def crash(self, node: str, power_loss: bool) -> None: ...
@@ -70,9 +79,38 @@ def _links(world: World, nodes: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _follower(world: World, spec: str) -> list[str]:
+    """``follower:<topic>-<p>/<k>``: the k-th replica of the partition that is not its
+    current leader (assignment order, k taken modulo their count); none without a leader."""
+    tp, _, k = spec[len("follower:"):].rpartition("/")
+    topic, _, p = tp.rpartition("-")
+    leader = world.resolve_target(f"leader:{tp}")
+    replicas = world.assignment.get((topic, int(p)), ())
+    others = [f"broker-{b}" for b in replicas if f"broker-{b}" not in leader]
+    if not leader or not others:
+        return []
+    return [others[int(k) % len(others)]]
+
+
+def resolve(world: World, target: Any) -> list[str]:
+    """The nodes a plan entry's target names when the fault starts."""
+    if not isinstance(target, list):
+        return world.resolve_target(target)
+    nodes: list[str] = []
+    for t in target:
+        t = str(t)
+        if t.startswith("follower:"):
+            nodes += _follower(world, t)
+        elif t.startswith("leader:"):
+            nodes += world.resolve_target(t)
+        else:
+            nodes.append(t)
+    return nodes
+
+
 def start_fault(world: World, f: dict[str, Any]) -> None:
     kind = f["fault"]
-    nodes = world.resolve_target(f.get("target", ""))
+    nodes = resolve(world, f.get("target", ""))
     dur = float(f.get("duration_s", 0.0))
     world.trace_fault(kind, "start", nodes, duration_s=dur)
     stop: Any = None

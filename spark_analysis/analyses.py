@@ -1,33 +1,42 @@
 """Trace analytics with DataFrames: the checker's anomalies, and the campaign views around them.
 
-Every function takes the flat events of ``load.load_traces`` (any number of traces; the column
-``trace`` tells them apart) and returns a DataFrame. Keys are always led by ``trace`` and
-windows are ordered by ``seq`` (the trace's total order; many events share a ``ts_us``).
+Input is ``load.Loaded``: ``events`` (every good line, narrow, hash-partitioned by
+K = (trace, topic, partition) and cached), ``side`` (the few run-level, leadership, ISR and
+``final_log`` lines parsed in full, cached) and ``traces`` (per-trace sizes). Keys are always
+led by ``trace``; orders are by ``seq`` (the trace's total order; many events share a
+``ts_us``).
 
 The anomaly definitions are ``docs/anomalies.md``, the same text ``traces.checker`` follows;
-``anomaly_table`` is the one place that turns them into counts and ``tests/spark`` holds it
+``Analysis.table`` is the one place that turns them into counts and ``tests/spark`` holds it
 equal to ``check_events`` on every trace the tests have. The mapping, definition by definition:
 
 * final committed log — ``final_source`` (last ``leader_elected``/``partition_offline`` by
-  ``seq``; highest-HW replica when there is no leader or the leader left no ``final_log``)
-  and ``committed_records``;
-* write anomalies — ``write_verdicts``: first ack per value (``first_acks``, one aggregate
-  with the first send), presence in the committed records (``_presence``); ``expired`` below
-  the source replica's logStartOffset;
-* read anomalies — ``read_uncommitted`` (running max of leader HWs), ``visible_regressions``
-  (presence in the committed records, retracted HW), ``poll_chains`` (``lag`` per consumer
-  chain split at each ``rebalance`` of its group: ``poll_skip``/``nonmonotonic_poll``);
-  ``consume_verdicts`` joins the three for reports;
+  ``seq``; highest-HW replica when there is no leader or the leader left no ``final_log``) and
+  ``committed_records``; from ``side`` only, collected (one row per partition) and broadcast;
+* record anomalies — ``record_verdicts``, **one pass** over acks, sends, consumes and committed
+  records: an aggregate keyed by (K, value, offset) (first ack there, first send, committed or
+  not, consumes there and how many of them are rewritten or retracted), a second keyed by
+  (K, value) (the value's first ack and whether its offset is committed, its offsets for
+  ``duplicate``, its visible regressions), then one window per (K, producer) in send order for
+  ``nonmonotonic_send``: ``lost_acked_write``/``lost_acked_uncommitted``/``expired``,
+  ``duplicate``, ``nonmonotonic_send`` and ``hw_regression_visible``;
+* order anomalies — ``order_findings``, **one pass** over ``hw_update`` and ``consume``: the
+  running max of leader HWs by seq per K (``read_uncommitted``, and a leader going below the
+  exposed HW), ``lag`` of the HW per replica (``hw_regression_replica``), ``lag`` of the
+  offset per consumer chain split at each ``rebalance`` of its group
+  (``poll_skip``/``nonmonotonic_poll``). Only the rows that are findings are kept (persisted:
+  they also make the ``hw_regressions`` view);
+* ``log_divergence`` — per (K, offset) over the final logs' records inside their replica's
+  [lso, hw) (persisted: count and view);
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
-  ``isr_transitions`` (shrinks/expands by ``array_except`` with the previous state) and
-  ``isr_intervals`` (time per state, ``lead`` of the next state's ``ts_us``).
+  ``isr_transitions`` (shrinks/expands by ``array_except``) and ``isr_intervals`` (time per
+  state), from ``side``.
 
-Performance shape: ``load`` hash-partitions the events by K = (trace, topic, partition) and
-caches them. Every family here is keyed by a superset of K (windows over (K, replica),
-(K, offset, value), (K, group, consumer, gen)...; aggregates over (K, value)...), and membership
-in the committed log is a window over (K, offset, value) rather than a join, so on that input
-no family exchanges the large tables; the small per-partition tables (final source, spans,
-rebalances) are broadcast.
+Performance shape: ``events`` is partitioned by K, every aggregate and window of the two
+passes is keyed by a superset of K, and the small tables (final source, rebalances) are
+broadcast, so neither pass exchanges the large rows; the rows of each pass are a few narrow
+columns of ``events``. No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
+its small result for every view that needs it.
 
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
 under-replicated, top churning replicas, roll-ups by knob) are for reports and campaigns.
@@ -35,22 +44,30 @@ under-replicated, top churning replicas, roll-ups by knob) are for reports and c
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_analysis.load import SCENARIO_SCHEMA
+from spark_analysis.load import SCENARIO_SCHEMA, Loaded
 from traces.checker import ISR_CHURN_WINDOW_US, MISSING
 from traces.schema import ANOMALIES
 
 K: Final = ["trace", "topic", "partition"]
-_INT_OLD_NEW: Final = ("hw_update", "leo_update", "log_start_offset_update")
+#: The schema of the anomaly table (``n`` is microseconds for ``under_min_isr``).
+TABLE_SCHEMA: Final = "trace string, topic string, partition int, anomaly string, n long"
+SOURCE_SCHEMA: Final = ("trace string, topic string, partition int, elected int, "
+                        "offline boolean, not_converged boolean, source int, src_hw long, "
+                        "src_lso long")
+#: Families of ``record_verdicts`` and ``order_findings``, in the order they are counted.
+RECORD_ANOMALIES: Final = ("lost_acked_write", "lost_acked_uncommitted", "expired",
+                           "duplicate", "nonmonotonic_send", "hw_regression_visible")
+ORDER_ANOMALIES: Final = ("read_uncommitted", "poll_skip", "nonmonotonic_poll",
+                          "hw_regression_replica")
 
 
-def _ev(events: DataFrame, *names: str) -> DataFrame:
-    return events.where(F.col("event").isin(*names))
+def _ev(df: DataFrame, *names: str) -> DataFrame:
+    return df.where(F.col("event").isin(*names))
 
 
 def _valid_k(df: DataFrame) -> DataFrame:
@@ -68,33 +85,27 @@ def _acks_n() -> Column:
         F.col("acks"))
 
 
-def typed(events: DataFrame) -> DataFrame:
-    """Adds ``old_n``/``new_n`` (integers) and ``old_isr``/``new_isr`` (broker lists)."""
-    ints = F.col("event").isin(*_INT_OLD_NEW)
-    return events.select(
-        "*",
-        F.when(ints, F.col("old").try_cast("bigint")).alias("old_n"),
-        F.when(ints, F.col("new").try_cast("bigint")).alias("new_n"),
-        F.when(F.col("event") == "isr_change", F.from_json("old", "array<int>")).alias("old_isr"),
-        F.when(F.col("event") == "isr_change", F.from_json("new", "array<int>")).alias("new_isr"),
-    )
+def _long_counts(df: DataFrame, names: tuple[str, ...]) -> DataFrame:
+    """(K, one column per name) -> (K, anomaly, n) for the names with n > 0."""
+    pairs = F.explode(F.map_from_arrays(F.array(*[F.lit(n) for n in names]),
+                                        F.array(*[F.col(n).cast("long") for n in names])))
+    return df.select(*K, pairs.alias("anomaly", "n")).where(F.col("n") > 0)
 
 
 # --------------------------------------------------------------------------- per trace
 
 
-def trace_meta(events: DataFrame) -> DataFrame:
+def trace_meta(data: Loaded) -> DataFrame:
     """One row per trace: scenario name, seed, protocol, knobs, status, events, end time."""
-    start = _ev(events, "run_start").select(
+    side = data.side
+    start = _ev(side, "run_start").select(
         "trace", "seed", F.from_json("scenario", SCENARIO_SCHEMA).alias("sc"),
         F.col("protocol").alias("run_protocol"))
-    end = _ev(events, "run_end").select("trace", F.col("status"))
-    sizes = events.groupBy("trace").agg(
-        F.count(F.lit(1)).alias("events"), F.max("ts_us").alias("end_us"))
-    faults = (_ev(events, "fault").where(F.col("fault").isNotNull())
+    end = _ev(side, "run_end").select("trace", F.col("status"))
+    faults = (_ev(side, "fault").where(F.col("fault").isNotNull())
               .groupBy("trace").agg(F.array_sort(F.collect_set("fault")).alias("fault_kinds")))
     return (
-        sizes.join(start, "trace", "left").join(end, "trace", "left")
+        data.traces.join(start, "trace", "left").join(end, "trace", "left")
         .join(faults, "trace", "left")
         .select(
             "trace", "events", "end_us", "seed", "status",
@@ -112,9 +123,9 @@ def trace_meta(events: DataFrame) -> DataFrame:
     )
 
 
-def scenario_topics(events: DataFrame) -> DataFrame:
+def scenario_topics(side: DataFrame) -> DataFrame:
     """Per trace and topic: replication factor and effective min ISR (min(minISR, RF))."""
-    topics = _ev(events, "run_start").select(
+    topics = _ev(side, "run_start").select(
         "trace", F.explode(F.from_json("scenario", SCENARIO_SCHEMA)["topics"]).alias("t"))
     min_isr = F.coalesce(F.col("t")["min.insync.replicas"], F.lit(1))
     rf = F.col("t")["replication.factor"]
@@ -127,18 +138,18 @@ def scenario_topics(events: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- final logs
 
 
-def final_replicas(events: DataFrame) -> DataFrame:
+def final_replicas(side: DataFrame) -> DataFrame:
     """Per replica with a ``final_log``: HW, LEO, logStartOffset (max over its events)."""
-    return (_valid_k(_ev(events, "final_log")).where(F.col("replica").isNotNull())
+    return (_valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
             .groupBy(*K, "replica").agg(
                 F.max(F.coalesce("hw", F.lit(0))).alias("hw"),
                 F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
                 F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso")))
 
 
-def final_records(events: DataFrame) -> DataFrame:
+def final_records(side: DataFrame) -> DataFrame:
     """Every ``[offset, value, epoch]`` of every ``final_log``: (K, replica, offset, value)."""
-    rec = (_valid_k(_ev(events, "final_log")).where(F.col("replica").isNotNull())
+    rec = (_valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
            .select(*K, "replica", F.explode("records").alias("r"))
            .where(F.size("r") >= 2))
     return rec.select(
@@ -147,20 +158,19 @@ def final_records(events: DataFrame) -> DataFrame:
     ).where(F.col("offset").isNotNull())
 
 
-def final_source(events: DataFrame) -> DataFrame:
+def final_source(side: DataFrame) -> DataFrame:
     """Per partition: the replica defining the final committed log, its HW/LSO, liveness.
 
-    Columns: K, elected, offline, not_converged, source, src_hw, src_lso (source columns are
-    null when no replica left a ``final_log``).
+    Columns: ``SOURCE_SCHEMA`` (source columns are null when no replica left a ``final_log``).
     """
-    lead = (_valid_k(_ev(events, "leader_elected", "partition_offline"))
+    lead = (_valid_k(_ev(side, "leader_elected", "partition_offline"))
             .groupBy(*K).agg(F.max_by(F.struct("event", "leader"), "seq").alias("last")))
     lead = lead.select(*K, F.when(
         (F.col("last.event") == "leader_elected") & (F.col("last.leader") >= 0),
         F.col("last.leader")).alias("elected"), F.lit(True).alias("has_leadership"))
-    conv = (_valid_k(_ev(events, "convergence")).groupBy(*K).agg(
+    conv = (_valid_k(_ev(side, "convergence")).groupBy(*K).agg(
         (~F.bool_and(F.coalesce("converged", F.lit(False)))).alias("not_converged")))
-    reps = final_replicas(events)
+    reps = final_replicas(side)
     best = reps.withColumn("rk", F.row_number().over(
         Window.partitionBy(*K).orderBy(F.desc("hw"), F.asc("replica")))).where("rk = 1")
     universe = (lead.select(*K).union(reps.select(*K)).union(conv.select(*K))).distinct()
@@ -179,203 +189,191 @@ def final_source(events: DataFrame) -> DataFrame:
     )
     return df.join(
         reps.select(*K, F.col("replica").alias("source"), F.col("hw").alias("src_hw"),
-                    F.col("lso").alias("src_lso")), [*K, "source"], "left")
+                    F.col("lso").alias("src_lso")), [*K, "source"], "left"
+    ).select(*K, "elected", "offline", "not_converged", "source", "src_hw", "src_lso")
 
 
-def committed_records(events: DataFrame, source: DataFrame) -> DataFrame:
-    """The final committed log: (K, offset, value), source replica, lso <= offset < hw."""
+def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:
+    """The final committed log: (K, offset, value), source replica, lso <= offset < hw.
+    (A value listed twice at one offset appears twice.)"""
     src = F.broadcast(source.where(F.col("source").isNotNull()).select(
         *K, F.col("source").alias("replica"), "src_hw", "src_lso"))
-    return (final_records(events).join(src, [*K, "replica"])
+    return (final_records(side).join(src, [*K, "replica"])
             .where((F.col("offset") >= F.col("src_lso")) & (F.col("offset") < F.col("src_hw")))
-            .select(*K, "offset", "value").distinct())
+            .select(*K, "offset", "value"))
 
 
-# --------------------------------------------------------------------------- writes
+# --------------------------------------------------------------------------- records
 
 
-def first_acks(events: DataFrame) -> DataFrame:
-    """Per acked value: its first ``produce_ack`` (by seq) with acks != "0", offset >= 0, and
-    ``send_seq``, the seq of the value's first ``produce_send`` (null when none).
-
-    One aggregate keyed by (K, value): no exchange on input partitioned by K.
+def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
+    """Per (K, value): the first ack ``a`` (seq, offset, acks, producer, ts_us, committed),
+    ``send_seq``, the value's lowest/highest offset (``dmin``/``dmax``: acks, consumes, the
+    committed log), ``visible`` (its consumes that are visible HW regressions), ``verdict``
+    (``lost_acked_write``/``lost_acked_uncommitted``/``expired`` or null), ``duplicate`` and
+    ``nonmonotonic_send`` (booleans). Partitions without a final log get no write/visible
+    verdicts (as in the checker). One pass: no exchange of the events on K-partitioned input.
     """
-    acks = (_valid_k(_ev(events, "produce_ack"))
+    ev = data.events
+    src = F.broadcast(source.where(F.col("source").isNotNull()).select(
+        *K, "src_hw", "src_lso", F.lit(True).alias("has_src")))
+    acks = (_valid_k(_ev(ev, "produce_ack"))
             .where(F.col("offset").isNotNull() & (F.col("offset") >= 0))
-            .select(*K, _value_n().alias("value"),
-                    F.struct("offset", _acks_n().alias("acks"), "producer", "seq", "ts_us")
-                    .alias("a"))
-            .where(F.col("a.acks") != "0"))
-    sends = (_valid_k(_ev(events, "produce_send")).where(F.col("value").isNotNull())
+            .select(*K, _value_n().alias("value"), "offset",
+                    F.when(_acks_n() != "0", F.struct(
+                        "seq", _acks_n().alias("acks"), "producer", "ts_us")).alias("first"),
+                    F.col("value").isNotNull().alias("dup")))
+    sends = (_valid_k(_ev(ev, "produce_send")).where(F.col("value").isNotNull())
              .select(*K, "value", F.col("seq").alias("send_seq")))
-    both = acks.unionByName(sends, allowMissingColumns=True)
-    return (both.groupBy(*K, "value")
-            .agg(F.min_by("a", "a.seq").alias("a"), F.min("send_seq").alias("send_seq"))
-            .where(F.col("a").isNotNull())
-            .select(*K, "value", "a.offset", "a.acks", "a.producer", "a.seq", "a.ts_us",
-                    "send_seq"))
-
-
-def _presence(rows: DataFrame, committed: DataFrame) -> DataFrame:
-    """``rows`` (K, offset, value, ...) with ``present``: (offset, value) is in the final
-    committed log. A window over (K, offset, value), not a join: the input stays partitioned
-    by K, so this sorts but does not exchange."""
-    marks = committed.select(*K, "offset", "value", F.lit(True).alias("_committed"))
-    w = Window.partitionBy(*K, "offset", "value")
-    both = rows.withColumn("_committed", F.lit(None).cast("boolean")).unionByName(
-        marks, allowMissingColumns=True)
-    return (both.withColumn("present", F.coalesce(F.max("_committed").over(w), F.lit(False)))
-            .where(F.col("_committed").isNull()).drop("_committed"))
-
-
-def _sources(source: DataFrame) -> DataFrame:
-    """Per partition with a final log: src_hw, src_lso (small: broadcast)."""
-    return F.broadcast(source.where(F.col("source").isNotNull()).select(*K, "src_hw", "src_lso"))
-
-
-def write_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame,
-                   acked: DataFrame | None = None) -> DataFrame:
-    """Per acked record: verdict ``lost_acked_write``/``lost_acked_uncommitted``/``expired``
-    or null (present in the final committed log). Partitions without final logs are left out.
-    """
-    fa = acked if acked is not None else first_acks(events)
-    df = _presence(fa.join(_sources(source), K), committed)
+    cons = _valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull()).join(src, K, "left")
+    retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
+    cons = cons.select(
+        *K, _value_n().alias("value"), "offset", F.col("value").isNotNull().alias("dup"),
+        F.when(F.col("has_src"), retracted.cast("int")).alias("r1"),
+        F.when(F.col("has_src"), ((F.col("offset") >= F.col("src_lso")) | retracted)
+               .cast("int")).alias("r2"))
+    comm = committed_records(data.side, source).select(
+        *K, "value", "offset", F.lit(True).alias("committed"),
+        (F.col("value") != MISSING).alias("dup"))
+    rows = (acks.unionByName(sends, allowMissingColumns=True)
+            .unionByName(cons, allowMissingColumns=True)
+            .unionByName(comm, allowMissingColumns=True))
+    # (K, value, offset): what happened at this offset to this value
+    # value first: its sort prefix tells rows apart (the trace path of K would not)
+    at = rows.groupBy("value", "offset", *K).agg(
+        F.min_by("first", "first.seq").alias("first"),
+        F.min("send_seq").alias("send_seq"),
+        F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
+        F.max("dup").alias("dup"),
+        F.sum("r1").alias("r1"), F.sum("r2").alias("r2"))
+    at = at.select(
+        *K, "value", "send_seq",
+        F.when(F.col("first").isNotNull(), F.struct(
+            F.col("first.seq").alias("seq"), F.col("offset"), F.col("first.acks").alias("acks"),
+            F.col("first.producer").alias("producer"), F.col("first.ts_us").alias("ts_us"),
+            F.col("committed"))).alias("a"),
+        F.when(F.col("dup"), F.col("offset")).alias("doff"),
+        F.coalesce(F.when(F.col("committed"), F.col("r1")).otherwise(F.col("r2")), F.lit(0))
+        .alias("visible"))
+    # (K, value): the value's first ack, offsets, visible regressions
+    per_value = at.groupBy("value", *K).agg(
+        F.min_by("a", "a.seq").alias("a"), F.min("send_seq").alias("send_seq"),
+        F.min("doff").alias("dmin"), F.max("doff").alias("dmax"),
+        F.sum("visible").alias("visible"))
+    per_value = per_value.join(src, K, "left")
     verdict = (
-        F.when(F.col("offset") < F.col("src_lso"), F.lit("expired"))
-        .when(~F.col("present") & (F.col("acks") == "all"), F.lit("lost_acked_write"))
-        .when(~F.col("present"), F.lit("lost_acked_uncommitted"))
+        F.when(F.col("a").isNull() | F.col("has_src").isNull(), F.lit(None).cast("string"))
+        .when(F.col("a.offset") < F.col("src_lso"), F.lit("expired"))
+        .when(~F.col("a.committed") & (F.col("a.acks") == "all"), F.lit("lost_acked_write"))
+        .when(~F.col("a.committed"), F.lit("lost_acked_uncommitted"))
     )
-    return df.select(*K, "value", "offset", "acks", "producer", "seq", "ts_us", "src_hw",
-                     "src_lso", verdict.alias("verdict"))
+    w = (Window.partitionBy(*K, F.col("a").isNull(), F.col("a.producer"))
+         .orderBy(F.coalesce("send_seq", "a.seq"), F.col("a.seq")))
+    prev = F.lag("a.offset").over(w)
+    return per_value.select(
+        *K, "value", "a", "send_seq", "dmin", "dmax", "visible", verdict.alias("verdict"),
+        F.coalesce(F.col("dmin") < F.col("dmax"), F.lit(False)).alias("duplicate"),
+        F.coalesce(F.col("a.offset") < prev, F.lit(False)).alias("nonmonotonic_send"))
 
 
-def nonmonotonic_sends(events: DataFrame, acked: DataFrame | None = None) -> DataFrame:
-    """Acked sends of one producer to one partition, in send order, landing lower than the
-    previous one. Send order = first ``produce_send`` seq of the value, else the ack's seq."""
-    fa = acked if acked is not None else first_acks(events)
-    w = Window.partitionBy(*K, "producer").orderBy("order_key", "seq")
-    return (fa.withColumn("order_key", F.coalesce("send_seq", "seq"))
-            .withColumn("prev_offset", F.lag("offset").over(w))
-            .where(F.col("offset") < F.col("prev_offset")))
+def record_counts(verdicts: DataFrame) -> DataFrame:
+    """(K, anomaly, n) of ``RECORD_ANOMALIES`` from ``record_verdicts``."""
+    def n(cond: Column) -> Column:
+        return F.sum(cond.cast("long"))
+
+    sums = verdicts.groupBy(*K).agg(
+        *[n(F.coalesce(F.col("verdict") == v, F.lit(False))).alias(v)
+          for v in ("lost_acked_write", "lost_acked_uncommitted", "expired")],
+        n(F.col("duplicate")).alias("duplicate"),
+        n(F.col("nonmonotonic_send")).alias("nonmonotonic_send"),
+        F.sum("visible").alias("hw_regression_visible"))
+    return _long_counts(sums, RECORD_ANOMALIES)
 
 
-def duplicates(events: DataFrame, committed: DataFrame) -> DataFrame:
-    """Values seen at more than one offset of a partition (acks, consumes, committed log)."""
-    seen = (
-        _valid_k(_ev(events, "produce_ack", "consume"))
-        .where(F.col("value").isNotNull() & F.col("offset").isNotNull())
-        .where((F.col("event") == "consume") | (F.col("offset") >= 0))
-        .select(*K, "value", "offset")
-        .unionByName(committed.where(F.col("value") != MISSING).select(*K, "value", "offset"))
-    )
-    return (seen.groupBy(*K, "value")
-            .agg(F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"))
-            .where(F.col("min_offset") < F.col("max_offset")))
+# --------------------------------------------------------------------------- order
 
 
-# --------------------------------------------------------------------------- reads
+def order_findings(data: Loaded) -> DataFrame:
+    """The ``hw_update`` and ``consume`` rows that are findings, with flags
+    ``read_uncommitted``, ``poll_skip``, ``nonmonotonic_poll`` (consumes) and ``regression``
+    (an ``hw_update`` lowering its replica's HW below ``old`` or its previous ``new``) plus
+    ``below_exposed`` (a leader going below the max leader HW so far).
 
-
-def _consumes(events: DataFrame) -> DataFrame:
-    return (_valid_k(_ev(events, "consume")).where(F.col("offset").isNotNull())
-            .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
-                    _value_n().alias("value")))
-
-
-def read_uncommitted(events: DataFrame) -> DataFrame:
-    """Per ``consume``: ``max_leader_hw`` (largest leader HW traced before it, at least 0)
-    and ``read_uncommitted``. One window over K ordered by seq."""
-    ev = typed(events)
-    leader_hw = (_valid_k(_ev(ev, "hw_update"))
-                 .where(F.col("replica").isNotNull() & F.col("new_n").isNotNull()
-                        & (F.col("role") == "leader"))
-                 .select(*K, "seq", F.col("new_n").alias("lhw")))
-    cons = _consumes(events)
-    w = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    df = (cons.withColumn("lhw", F.lit(None).cast("bigint"))
-          .unionByName(leader_hw, allowMissingColumns=True)
-          .withColumn("max_leader_hw",
-                      F.greatest(F.coalesce(F.max("lhw").over(w), F.lit(0)), F.lit(0)))
-          .where(F.col("lhw").isNull()).drop("lhw"))
-    return df.withColumn("read_uncommitted", (F.col("offset") >= F.col("max_leader_hw"))
-                         | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))))
-
-
-def poll_chains(events: DataFrame) -> DataFrame:
-    """Per ``consume``: ``gen`` (rebalances of its group before it), ``prev_offset`` in its
-    chain (group, consumer, partition, gen), ``poll_skip`` and ``nonmonotonic_poll``.
-    The rebalances are few: collected per (trace, group) and broadcast, no exchange."""
-    reb = F.broadcast(_ev(events, "rebalance").groupBy("trace", "group")
+    One pass: a window per K by seq (running max of leader HWs before the row), one per
+    (K, replica) (previous HW) and one per consumer chain (K, group, consumer, gen), ``gen``
+    being the rebalances of the group before the consume (few: broadcast per trace/group).
+    """
+    ev = data.events
+    hw = (_valid_k(_ev(ev, "hw_update"))
+          .where(F.col("replica").isNotNull() & F.col("new_n").isNotNull())
+          .select(*K, "seq", "ts_us", "replica", "reason", "role",
+                  F.col("old_n").alias("old"), F.col("new_n").alias("new"),
+                  F.when(F.col("role") == "leader", F.col("new_n")).alias("lhw"),
+                  F.lit(True).alias("is_hw")))
+    reb = F.broadcast(_ev(data.side, "rebalance").groupBy("trace", "group")
                       .agg(F.collect_list("seq").alias("_rebs"))
                       .select(F.col("trace").alias("_rt"), F.col("group").alias("_rg"), "_rebs"))
-    cons = _consumes(events)
+    cons = (_valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull())
+            .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
+                    _value_n().alias("value")))
     cons = cons.join(reb, (cons["trace"] == reb["_rt"]) & cons["group"].eqNullSafe(reb["_rg"]),
                      "left")
-    gen = F.coalesce(F.size(F.filter("_rebs", lambda s: s < F.col("seq"))), F.lit(0))
-    cons = cons.select(*[c for c in cons.columns if not c.startswith("_r")], gen.alias("gen"))
-    w = Window.partitionBy(*K, "group", "consumer", "gen").orderBy("seq")
-    df = cons.withColumn("prev_offset", F.lag("offset").over(w))
-    return df.select(
-        "*",
-        F.coalesce(F.col("offset") <= F.col("prev_offset"), F.lit(False)).alias(
-            "nonmonotonic_poll"),
-        F.coalesce(F.col("offset") > F.col("prev_offset") + 1, F.lit(False)).alias("poll_skip"),
-    )
+    gen = F.when(F.col("_rebs").isNull(), F.lit(0)).otherwise(
+        F.size(F.filter("_rebs", lambda s: s < F.col("seq"))))
+    cons = cons.select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw", "value",
+                       gen.alias("gen"), F.lit(False).alias("is_hw"))
+    rows = hw.unionByName(cons, allowMissingColumns=True)
+    w_before = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
+    w_replica = Window.partitionBy(*K, "replica").orderBy("seq")
+    w_chain = Window.partitionBy(*K, "group", "consumer", "gen").orderBy("seq")
+    df = rows.select("*", F.max("lhw").over(w_before).alias("max_leader_hw_before"),
+                     F.lag("new").over(w_replica).alias("prev_new"),
+                     F.lag("offset").over(w_chain).alias("prev_offset"))
+    is_hw, is_c = F.col("is_hw"), ~F.col("is_hw")
+    exposed = F.greatest(F.coalesce("max_leader_hw_before", F.lit(0)), F.lit(0))
+    flags = {
+        "read_uncommitted": is_c & ((F.col("offset") >= exposed)
+                                    | (F.col("hw").isNotNull()
+                                       & (F.col("offset") >= F.col("hw")))),
+        "poll_skip": is_c & F.coalesce(F.col("offset") > F.col("prev_offset") + 1, F.lit(False)),
+        "nonmonotonic_poll": is_c & F.coalesce(F.col("offset") <= F.col("prev_offset"),
+                                               F.lit(False)),
+        "regression": is_hw & F.coalesce(
+            (F.col("old").isNotNull() & (F.col("new") < F.col("old")))
+            | (F.col("prev_new").isNotNull() & (F.col("new") < F.col("prev_new"))),
+            F.lit(False)),
+    }
+    any_flag = flags["read_uncommitted"] | flags["poll_skip"] | flags["nonmonotonic_poll"] | (
+        flags["regression"])
+    below = F.coalesce((F.col("role") == "leader") & (F.col("new") < F.col("max_leader_hw_before")),
+                       F.lit(False))
+    return df.where(any_flag).select(
+        *K, "seq", "ts_us", "is_hw", "replica", "reason", "role", "old", "new", "prev_new",
+        "max_leader_hw_before", below.alias("below_exposed"), "group", "consumer", "gen",
+        "offset", "hw", "value", "prev_offset", *[c.alias(n) for n, c in flags.items()])
 
 
-def visible_regressions(events: DataFrame, source: DataFrame, committed: DataFrame
-                        ) -> DataFrame:
-    """Per ``consume`` of a partition with a final log: ``rewritten``, ``retracted`` and
-    ``hw_regression_visible`` (either)."""
-    df = _presence(_consumes(events).join(_sources(source), K), committed)
-    rewritten = (F.col("offset") >= F.col("src_lso")) & ~F.col("present")
-    retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
-    return df.select("*", rewritten.alias("rewritten"), retracted.alias("retracted"),
-                     (rewritten | retracted).alias("hw_regression_visible"))
+def order_counts(findings: DataFrame) -> DataFrame:
+    """(K, anomaly, n) of ``ORDER_ANOMALIES`` from ``order_findings``."""
+    names = {"read_uncommitted": "read_uncommitted", "poll_skip": "poll_skip",
+             "nonmonotonic_poll": "nonmonotonic_poll", "hw_regression_replica": "regression"}
+    sums = findings.groupBy(*K).agg(
+        *[F.sum(F.col(flag).cast("long")).alias(name) for name, flag in names.items()])
+    return _long_counts(sums, ORDER_ANOMALIES)
 
 
-def consume_verdicts(events: DataFrame, source: DataFrame, committed: DataFrame) -> DataFrame:
-    """Per ``consume``: flags read_uncommitted, hw_regression_visible, poll_skip,
-    nonmonotonic_poll (see docs/anomalies.md for each). A view for reports: it joins the
-    three per-consume analyses on (K, seq); the counts use them one by one."""
-    ru = read_uncommitted(events).select(*K, "seq", "max_leader_hw", "read_uncommitted")
-    pc = poll_chains(events).select(*K, "seq", "prev_offset", "poll_skip", "nonmonotonic_poll")
-    vr = visible_regressions(events, source, committed).select(
-        *K, "seq", "src_hw", "hw_regression_visible")
-    return (_consumes(events).join(ru, [*K, "seq"]).join(pc, [*K, "seq"])
-            .join(vr, [*K, "seq"], "left")
-            .withColumn("hw_regression_visible",
-                        F.coalesce("hw_regression_visible", F.lit(False))))
-
-
-# --------------------------------------------------------------------------- replicas
-
-
-def hw_regressions(events: DataFrame, *, exposure: bool = True) -> DataFrame:
+def hw_regressions(findings: DataFrame) -> DataFrame:
     """Every ``hw_update`` that lowers a replica's HW (below ``old`` or its previous ``new``),
-    with reason, role, and ``below_exposed`` (a leader going below the max leader HW so far;
-    ``exposure=False`` leaves that column, and the second window it costs, out)."""
-    ev = typed(events)
-    upd = (_valid_k(_ev(ev, "hw_update"))
-           .where(F.col("replica").isNotNull() & F.col("new_n").isNotNull()))
-    w = Window.partitionBy(*K, "replica").orderBy("seq")
-    w_max = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
-    lhw = F.when(F.col("role") == "leader", F.col("new_n"))
-    df = upd.select(*K, "replica", "seq", "ts_us", "reason", "role",
-                    F.col("old_n").alias("old"), F.col("new_n").alias("new"),
-                    F.lag("new_n").over(w).alias("prev_new"),
-                    *([F.max(lhw).over(w_max).alias("max_leader_hw_before")] if exposure else []))
-    df = df.where(
-        (F.col("old").isNotNull() & (F.col("new") < F.col("old")))
-        | (F.col("prev_new").isNotNull() & (F.col("new") < F.col("prev_new"))))
-    if not exposure:
-        return df
-    return df.withColumn("below_exposed", F.coalesce(
-        (F.col("role") == "leader") & (F.col("new") < F.col("max_leader_hw_before")),
-        F.lit(False)))
+    with reason, role, the max leader HW before it and ``below_exposed``."""
+    return findings.where("regression").select(
+        *K, "replica", "seq", "ts_us", "reason", "role", "old", "new", "prev_new",
+        "max_leader_hw_before", "below_exposed")
 
 
-def log_divergence(events: DataFrame) -> DataFrame:
+# --------------------------------------------------------------------------- divergence
+
+
+def log_divergence(side: DataFrame) -> DataFrame:
     """Offsets of a partition where two replicas' final logs differ below both HWs.
 
     Per (K, offset) over the records inside their replica's [lso, hw): the replicas holding a
@@ -383,10 +381,10 @@ def log_divergence(events: DataFrame) -> DataFrame:
     the (broadcast, small) list of spans of the partition, and a covering replica without a
     record adds MISSING. Aggregates keyed by a superset of K: no exchange, no exploded ranges.
     """
-    reps = final_replicas(events).where(F.col("hw") > F.col("lso"))
+    reps = final_replicas(side).where(F.col("hw") > F.col("lso"))
     spans = F.broadcast(reps.groupBy(*K).agg(
         F.collect_list(F.struct("lso", "hw")).alias("_spans")))
-    recs = (final_records(events)
+    recs = (final_records(side)
             .join(F.broadcast(reps.select(*K, "replica", "lso", "hw")), [*K, "replica"])
             .where((F.col("offset") >= F.col("lso")) & (F.col("offset") < F.col("hw"))))
     per_offset = recs.groupBy(*K, "offset").agg(
@@ -406,25 +404,25 @@ def log_divergence(events: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- ISR
 
 
-def isr_states(events: DataFrame) -> DataFrame:
+def isr_states(side: DataFrame) -> DataFrame:
     """The committed ISR after each ``isr_change`` / ``leader_elected`` (K, seq, ts_us,
     isr, prev_isr), prev_isr = the previous state, or ``isr_change.old`` for the first."""
-    ev = typed(events)
-    rows = _valid_k(_ev(ev, "isr_change", "leader_elected")).select(
+    is_change = F.col("event") == "isr_change"
+    rows = _valid_k(_ev(side, "isr_change", "leader_elected")).select(
         *K, "seq", "ts_us",
-        F.array_distinct(F.when(F.col("event") == "isr_change", F.col("new_isr"))
+        F.array_distinct(F.when(is_change, F.from_json("new", "array<int>"))
                          .otherwise(F.col("isr"))).alias("isr"),
-        F.array_distinct("old_isr").alias("old_isr"),
+        F.array_distinct(F.when(is_change, F.from_json("old", "array<int>"))).alias("old_isr"),
     ).where(F.col("isr").isNotNull())
     w = Window.partitionBy(*K).orderBy("seq")
     return rows.select(*K, "seq", "ts_us", "isr",
                        F.coalesce(F.lag("isr").over(w), "old_isr").alias("prev_isr"))
 
 
-def isr_transitions(events: DataFrame) -> DataFrame:
+def isr_transitions(side: DataFrame) -> DataFrame:
     """One row per replica leaving (shrink) or joining (expand) the ISR, with ``churn``:
     an expand whose previous transition was a shrink at most 60 s earlier."""
-    st = isr_states(events)
+    st = isr_states(side)
     shrinks = st.select(*K, "seq", "ts_us", F.explode(F.array_except("prev_isr", "isr"))
                         .alias("replica"), F.lit("shrink").alias("kind"))
     expands = st.select(*K, "seq", "ts_us", F.explode(F.array_except("isr", "prev_isr"))
@@ -437,13 +435,14 @@ def isr_transitions(events: DataFrame) -> DataFrame:
         & (F.col("ts_us") - F.col("prev_ts") <= ISR_CHURN_WINDOW_US), F.lit(False)))
 
 
-def isr_intervals(events: DataFrame) -> DataFrame:
+def isr_intervals(data: Loaded) -> DataFrame:
     """How long each committed ISR state lasted (until the next state or the trace's end),
     with ``under_min_isr`` (size < effective min ISR) and ``under_replicated`` (< RF)."""
-    st = isr_states(events)
-    ends = events.groupBy("trace").agg(F.max("ts_us").alias("end_us"))
+    st = isr_states(data.side)
+    ends = data.traces.select("trace", "end_us")
     w = Window.partitionBy(*K).orderBy("seq")
-    df = (st.join(ends, "trace").join(scenario_topics(events), ["trace", "topic"], "left")
+    df = (st.join(F.broadcast(ends), "trace")
+          .join(scenario_topics(data.side), ["trace", "topic"], "left")
           .withColumn("until", F.coalesce(F.lead("ts_us").over(w), F.col("end_us"))))
     dur = F.greatest(F.col("until") - F.col("ts_us"), F.lit(0))
     return df.select(
@@ -453,9 +452,9 @@ def isr_intervals(events: DataFrame) -> DataFrame:
     )
 
 
-def isr_churn_per_minute(events: DataFrame) -> DataFrame:
+def isr_churn_per_minute(side: DataFrame) -> DataFrame:
     """Per partition and minute of virtual time: shrinks, expands, churns (flaps)."""
-    tr = isr_transitions(events).withColumn(
+    tr = isr_transitions(side).withColumn(
         "minute", F.floor(F.col("ts_us") / F.lit(60_000_000)).cast("long"))
     return tr.groupBy(*K, "minute").agg(
         F.sum(F.when(F.col("kind") == "shrink", 1).otherwise(0)).alias("shrinks"),
@@ -464,14 +463,14 @@ def isr_churn_per_minute(events: DataFrame) -> DataFrame:
     )
 
 
-def partition_health(events: DataFrame) -> DataFrame:
+def partition_health(data: Loaded) -> DataFrame:
     """Per partition: ms under min ISR, ms under-replicated, ISR churns, shrinks."""
-    iv = isr_intervals(events).groupBy(*K).agg(
+    iv = isr_intervals(data).groupBy(*K).agg(
         F.sum(F.when(F.col("under_min_isr"), F.col("duration_us")).otherwise(0))
         .alias("under_min_isr_us"),
         F.sum(F.when(F.col("under_replicated"), F.col("duration_us")).otherwise(0))
         .alias("under_replicated_us"))
-    tr = isr_transitions(events).groupBy(*K).agg(
+    tr = isr_transitions(data.side).groupBy(*K).agg(
         F.sum(F.col("churn").cast("int")).alias("churns"),
         F.sum(F.when(F.col("kind") == "shrink", 1).otherwise(0)).alias("shrinks"))
     return (iv.join(tr, K, "full").na.fill(0)
@@ -479,104 +478,140 @@ def partition_health(events: DataFrame) -> DataFrame:
             .withColumn("under_replicated_ms", F.floor(F.col("under_replicated_us") / 1000)))
 
 
-def top_churning_replicas(events: DataFrame, n: int = 20) -> DataFrame:
+def top_churning_replicas(side: DataFrame, n: int = 20) -> DataFrame:
     """Replicas with the most churns (over all traces read)."""
-    return (isr_transitions(events).where("churn")
+    return (isr_transitions(side).where("churn")
             .groupBy("topic", "partition", "replica").agg(F.count(F.lit(1)).alias("churns"),
                                                           F.count_distinct("trace").alias("traces"))
             .orderBy(F.desc("churns"), "topic", "partition", "replica").limit(n))
 
 
-# --------------------------------------------------------------------------- counts
+# --------------------------------------------------------------------------- all together
 
 
-def anomaly_parts(events: DataFrame, keep: list[DataFrame] | None = None
-                  ) -> list[DataFrame]:
-    """DataFrames of (trace, topic, partition, anomaly, n), one per anomaly family (see
-    ``anomaly_table``). Three intermediates are persisted, each read by two families: the final
-    source (one row per partition), the committed log and the first ack per value; they are
-    appended to ``keep`` so the caller can unpersist them when done.
+class Analysis:
+    """Every analysis of one ``Loaded``, each large pass computed once.
 
-    On events partitioned by K (``load.partition_events``) every family is one scan of the
-    cached events plus sorts/aggregates within partitions: none exchanges the large tables.
+    ``table()`` runs the passes (record verdicts, order findings, divergence, and the small
+    ISR/source families), each collected on its own, and keeps the small results (the order
+    findings and divergent offsets are persisted; the final source and the table are local
+    DataFrames), so the views built afterwards (``views()``) re-read none of the events
+    except where a view needs them. ``unpersist()`` frees what it kept (not ``data``).
     """
-    source = final_source(events).persist()
-    committed = committed_records(events, source).persist()
-    acked = first_acks(events).persist()
-    if keep is not None:
-        keep += [source, committed, acked]
 
-    def count(df: DataFrame, name: str) -> DataFrame:
-        return df.groupBy(*K).agg(F.count(F.lit(1)).alias("n")).select(
-            *K, F.lit(name).alias("anomaly"), "n")
+    def __init__(self, data: Loaded) -> None:
+        self.data = data
+        self._source: DataFrame | None = None
+        self._findings: DataFrame | None = None
+        self._divergence: DataFrame | None = None
+        self._table: DataFrame | None = None
+        self._meta: DataFrame | None = None
+        self._wide: DataFrame | None = None
 
-    polls = poll_chains(events)
-    return [
-        write_verdicts(events, source, committed, acked).where(F.col("verdict").isNotNull())
-        .groupBy(*K, F.col("verdict").alias("anomaly")).agg(F.count(F.lit(1)).alias("n")),
-        count(visible_regressions(events, source, committed).where("hw_regression_visible"),
-              "hw_regression_visible"),
-        count(read_uncommitted(events).where("read_uncommitted"), "read_uncommitted"),
-        polls.groupBy(*K).agg(F.sum(F.col("poll_skip").cast("long")).alias("poll_skip"),
-                              F.sum(F.col("nonmonotonic_poll").cast("long"))
-                              .alias("nonmonotonic_poll"))
-        .select(*K, F.explode(F.map_from_arrays(
-            F.array(F.lit("poll_skip"), F.lit("nonmonotonic_poll")),
-            F.array("poll_skip", "nonmonotonic_poll"))).alias("anomaly", "n"))
-        .where(F.col("n") > 0),
-        count(hw_regressions(events, exposure=False), "hw_regression_replica"),
-        count(log_divergence(events), "log_divergence"),
-        count(nonmonotonic_sends(events, acked), "nonmonotonic_send"),
-        count(duplicates(events, committed), "duplicate"),
-        count(source.where(F.col("offline") | F.col("not_converged")), "no_convergence"),
-        count(isr_transitions(events).where("churn"), "isr_churn"),
-        isr_intervals(events).where("under_min_isr").groupBy(*K)
-        .agg(F.sum("duration_us").alias("n"))
-        .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
-    ]
+    @property
+    def spark(self) -> Any:
+        return self.data.events.sparkSession
+
+    def source(self) -> DataFrame:
+        """``final_source``, collected (one row per partition) and rebuilt as local data."""
+        if self._source is None:
+            rows = [tuple(r) for r in final_source(self.data.side).collect()]
+            self._source = self.spark.createDataFrame(rows, SOURCE_SCHEMA)
+        return self._source
+
+    def findings(self) -> DataFrame:
+        if self._findings is None:
+            self._findings = order_findings(self.data).persist()
+        return self._findings
+
+    def divergence(self) -> DataFrame:
+        if self._divergence is None:
+            self._divergence = log_divergence(self.data.side).persist()
+        return self._divergence
+
+    def parts(self) -> list[DataFrame]:
+        """DataFrames of (trace, topic, partition, anomaly, n), one per family."""
+        side = self.data.side
+
+        def count(df: DataFrame, name: str) -> DataFrame:
+            return df.groupBy(*K).agg(F.count(F.lit(1)).alias("n")).select(
+                *K, F.lit(name).alias("anomaly"), "n")
+
+        source = self.source()
+        return [
+            record_counts(record_verdicts(self.data, source)),
+            order_counts(self.findings()),
+            count(self.divergence(), "log_divergence"),
+            count(source.where(F.col("offline") | F.col("not_converged")), "no_convergence"),
+            count(isr_transitions(side).where("churn"), "isr_churn"),
+            isr_intervals(self.data).where("under_min_isr").groupBy(*K)
+            .agg(F.sum("duration_us").alias("n"))
+            .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
+        ]
+
+    def table(self) -> DataFrame:
+        """(trace, topic, partition, anomaly, n): the checker's counts per partition.
+
+        ``n`` is a count, except ``under_min_isr`` where it is microseconds (convert the
+        per-trace sum with // 1000, as the checker does). Each family is collected on its own
+        (one union of all of them makes a plan whose code generation dominates) and the small
+        result is rebuilt as a local DataFrame.
+        """
+        if self._table is None:
+            rows = [tuple(r) for part in self.parts() for r in part.collect()]
+            self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
+        return self._table
+
+    def meta(self) -> DataFrame:
+        if self._meta is None:
+            df = trace_meta(self.data)
+            self._meta = self.spark.createDataFrame(df.collect(), df.schema)
+        return self._meta
+
+    def wide(self) -> DataFrame:
+        """``anomaly_wide`` of the table and the meta (local data)."""
+        if self._wide is None:
+            df = anomaly_wide(self.table(), self.meta())
+            self._wide = self.spark.createDataFrame(df.collect(), df.schema)
+        return self._wide
+
+    def views(self) -> dict[str, DataFrame]:
+        """Every view ``isrlab analyze --out`` writes, by name."""
+        side = self.data.side
+        out = {
+            "anomalies_per_partition": self.table(),
+            "anomalies_per_trace": self.wide(),
+            "hw_regressions": hw_regressions(self.findings()),
+            "isr_churn_per_minute": isr_churn_per_minute(side),
+            "partition_health": partition_health(self.data),
+            "top_churning_replicas": top_churning_replicas(side),
+            "log_divergence": self.divergence(),
+        }
+        for knob in ROLLUP_KNOBS:
+            out[f"rollup_{knob}"] = campaign_rollup(self.wide(), knob)
+        return out
+
+    def unpersist(self) -> None:
+        for df in (self._findings, self._divergence):
+            if df is not None:
+                df.unpersist()
+        self._findings = self._divergence = None
 
 
-TABLE_SCHEMA: Final = "trace string, topic string, partition int, anomaly string, n long"
-
-
-def anomaly_table(events: DataFrame, *, lazy: bool = False) -> DataFrame:
-    """(trace, topic, partition, anomaly, n): the checker's counts per partition.
-
-    ``n`` is a count, except ``under_min_isr`` where it is microseconds (convert the per-trace
-    sum with // 1000, as the checker does). By default each family is computed as its own job
-    and the (small) result rebuilt as a DataFrame; ``lazy=True`` returns the plain union (and
-    leaves the intermediates persisted), whose plan is large enough that code generation
-    dominates on small inputs.
-    """
-    if lazy:
-        return reduce(DataFrame.unionByName, anomaly_parts(events))
-    keep: list[DataFrame] = []
+def anomaly_table(data: Loaded) -> DataFrame:
+    """``Analysis(data).table()`` (see there)."""
+    analysis = Analysis(data)
     try:
-        rows = [tuple(r) for part in anomaly_parts(events, keep) for r in part.collect()]
+        return analysis.table()
     finally:
-        for df in keep:
-            df.unpersist()
-    return events.sparkSession.createDataFrame(rows, TABLE_SCHEMA)
+        analysis.unpersist()
 
 
-def anomaly_counts(events: DataFrame, traces: list[str] | None = None
-                   ) -> dict[str, dict[str, int]]:
-    """Per trace: every anomaly name of ``ANOMALIES`` → count (zeros included).
-
-    Each family is collected on its own: one union of all of them makes a plan so large that
-    code generation dominates (measured: 78 s against 12 s for ten short traces). ``events``
-    should be persisted by the caller (``load_traces`` does it).
-    """
-    keep: list[DataFrame] = []
-    try:
-        rows = []
-        for part in anomaly_parts(events, keep):
-            rows += part.groupBy("trace", "anomaly").agg(F.sum("n").alias("n")).collect()
-        names = traces if traces is not None else [
-            r["trace"] for r in events.select("trace").distinct().collect()]
-    finally:
-        for df in keep:
-            df.unpersist()
+def anomaly_counts(data: Loaded) -> dict[str, dict[str, int]]:
+    """Per analysed trace: every anomaly name of ``ANOMALIES`` → count (zeros included)."""
+    table = anomaly_table(data)
+    rows = table.groupBy("trace", "anomaly").agg(F.sum("n").alias("n")).collect()
+    names = [r["trace"] for r in data.traces.select("trace").collect()]
     out: dict[str, dict[str, int]] = {t: dict.fromkeys(ANOMALIES, 0) for t in sorted(names)}
     for r in rows:
         n = int(r["n"])

@@ -23,7 +23,6 @@ import sys
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame
 
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
@@ -64,26 +63,13 @@ def main(argv: list[str]) -> int:
     for bad in loaded.problems:
         print(f"isrlab analyze: {bad}", file=sys.stderr)
 
-    events = loaded.events
-    table = A.anomaly_table(events).persist()
-    meta = A.trace_meta(events)
-    wide = A.anomaly_wide(table, meta).persist()
-    views: dict[str, DataFrame] = {
-        "anomalies_per_partition": table,
-        "anomalies_per_trace": wide,
-        "hw_regressions": A.hw_regressions(events),
-        "isr_churn_per_minute": A.isr_churn_per_minute(events),
-        "partition_health": A.partition_health(events),
-        "top_churning_replicas": A.top_churning_replicas(events),
-        "log_divergence": A.log_divergence(events),
-    }
-    for knob in A.ROLLUP_KNOBS:
-        views[f"rollup_{knob}"] = A.campaign_rollup(wide, knob)
+    analysis = A.Analysis(loaded)
+    views = analysis.views()
     if args.out:
         for name, df in views.items():
             df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/{name}.parquet")
 
-    per_trace = sorted((r.asDict() for r in wide.collect()), key=lambda r: r["trace"])
+    per_trace = sorted((r.asDict() for r in analysis.wide().collect()), key=lambda r: r["trace"])
     totals = {a: sum(int(r[a] or 0) for r in per_trace) for a in ANOMALIES}
     n_events = sum(int(r["events"] or 0) for r in per_trace)
     if args.json:
@@ -121,6 +107,7 @@ def main(argv: list[str]) -> int:
         print(_table("top churning replicas",
                      [r.asDict() for r in views["top_churning_replicas"].collect()],
                      ["topic", "partition", "replica", "churns", "traces"]))
+    analysis.unpersist()
     loaded.unpersist()
     return 2 if loaded.problems else 0
 

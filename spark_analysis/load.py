@@ -1,34 +1,41 @@
-"""Reading trace files into one flat DataFrame, with every bad line and file accounted for.
+"""Reading trace files: one pass over the JSON, every bad line and file accounted for.
 
-Shape. One explicit ``StructType`` (``TRACE_SCHEMA``) covers every event: a wide, sparse row
-holding the fields the analyses read (``traces.schema.EVENTS`` has more; the JSON parser skips
-a member that is not in the schema without materialising it, which halves the parse cost
-against the full contract). Inference is never used (STACK_NOTES §3.1). Fields that need care:
+Shape. The JSON is parsed once, with a narrow explicit schema (``LINE_SCHEMA``: the fields the
+hot analyses read; inference is never used, STACK_NOTES §3.1), into a narrow row per line:
 
-* ``old`` / ``new`` are integers in ``hw_update`` / ``leo_update`` but broker lists in
-  ``isr_change``. They are read as ``StringType``: Spark's JSON parser keeps the raw JSON
-  text of a non-string value in a string column (``"5"``, ``"[1,2]"``), and
-  ``analyses.typed`` casts per event.
-* ``scenario`` (nested) is kept as raw JSON text and parsed with a narrow schema where an
-  analysis needs it (``SCENARIO_SCHEMA``); ``schema`` is text too, so a foreign value can
-  never turn the header into a corrupt line.
-* ``records`` (``[[offset, value, epoch], ...]``) is ``array<array<string>>``: numbers come
-  back as their text and are cast in ``analyses``.
+* ``events`` (``Loaded.events``): every good line of every analysed trace, hash-partitioned by
+  ``PARTITION_KEY`` = (trace, topic, partition) and kept in memory as columns
+  (``MEMORY_AND_DISK_DESER``). Only the four bulk event types (``HOT_EVENTS``: produce_send,
+  produce_ack, consume, hw_update) keep their fields; other lines keep trace, K, seq, ts_us and
+  event (they count as events), and the few lines the small analyses read (``SIDE_EVENTS``:
+  run_start, final_log, leadership, ISR, ...) keep their raw text in ``_raw``;
+* ``side`` (``Loaded.side``): those few lines parsed with the full ``TRACE_SCHEMA`` (the
+  scenario text, the final-log records...), persisted on their own: the big, rarely read
+  columns never travel with the bulk rows;
+* ``traces`` (``Loaded.traces``): per analysed trace, ``events`` (good lines) and ``end_us``
+  (the largest ``ts_us``), from the one aggregate that also finds the bad files.
 
-One pass over the JSON. Files are read as text (gzip by extension, Hadoop's codec) and each
-line parsed with ``from_json`` in PERMISSIVE mode; its ``crc`` member is re-computed
-(``traces.integrity``: CRC-32 of the line without ``,"crc":N``), with plain string functions
-(a regex costs a third more). The parsed narrow rows are then hash-partitioned by
-``(trace, topic, partition)`` and kept in memory (``persist``): that single shuffle is the
-only large one of the whole analysis, because every anomaly is keyed by a superset of those
-columns (``analyses`` is written so that no step needs another exchange of the big tables).
-Everything below reads that cache, never the JSON again.
+``old`` / ``new`` are integers in ``hw_update`` but broker lists in ``isr_change``: they are
+read as ``StringType`` (Spark keeps the raw JSON text of a non-string value in a string
+column, ``"5"``, ``"[1,2]"``); ``events`` carries them as ``old_n``/``new_n`` (bigint, for
+``hw_update``), ``side`` as text (``analyses`` parses the lists). ``scenario`` is kept as raw
+JSON text and parsed with a narrow schema where an analysis needs it (``SCENARIO_SCHEMA``);
+``records`` (``[[offset, value, epoch], ...]``) is ``array<array<string>>``.
+
+Cost (measured, pyspark 4.3, 2 cores): reading the gzip text is the floor; the JSON parse is
+the largest part of the load, so it happens once, in one ``from_json``. The ``crc`` member is
+re-computed (``traces.integrity``: CRC-32 of the line without ``,"crc":N``) with byte-based
+functions only (the mark is looked for in the last bytes of the line; character-based
+``length``/``instr`` over the whole line cost more than the CRC itself). The trace id is the
+file path without its ``file:`` scheme, cut with ``substring`` (a regex per line costs more).
 
 Bad input, reported and never dropped silently (``Loaded.problems``, each naming the file and
 the 1-based line, ``str()`` = ``file:line: message``):
 
 * a line that is not a JSON object, fails its crc or lacks ``seq``/``event``: *line skipped*,
-  the rest of the trace is analysed;
+  the rest of the trace is analysed (a ``SIDE_EVENTS`` line whose fields have the wrong JSON
+  type is found when ``side`` is parsed, and is left out of the analyses the same way; it
+  still counts in ``traces.events``);
 * line 1 not a ``run_start`` (not an isrlab trace), or a ``schema`` other than
   ``traces.schema.SCHEMA_VERSION``: *trace skipped* (its lines are not analysed, and not
   listed one by one: a foreign file would otherwise produce a line per line);
@@ -44,10 +51,9 @@ aggregate over the cache, so it is computed only when there are bad lines.
 
 Inputs are files or folders (searched recursively for ``*.jsonl`` and ``*.jsonl.gz``); local
 paths are expanded on the driver (sorted, de-duplicated), URIs with a scheme (``hdfs://``,
-``s3a://``) are handed to Spark with ``recursiveFileLookup``. The trace id of a row is its
-file path without the ``file:`` scheme. ``cache_dir`` keeps a zstd Parquet copy of the good
-rows (and the problems found, as JSON next to it) keyed by the inputs' names, sizes and
-mtimes, so a second analysis of the same files skips the JSON parse.
+``s3a://``) are handed to Spark with ``recursiveFileLookup``. ``cache_dir`` keeps a zstd
+Parquet copy of the good rows (and the problems and per-trace sizes, as JSON next to it) keyed
+by the inputs' names, sizes and mtimes, so a second analysis of the same files skips the JSON.
 """
 
 from __future__ import annotations
@@ -59,11 +65,11 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import orjson
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -73,8 +79,17 @@ _S, _L, _I = T.StringType(), T.LongType(), T.IntegerType()
 
 #: The columns every analysis partitions by; the events DataFrame is hash-partitioned by them.
 PARTITION_KEY: Final = ("trace", "topic", "partition")
+#: How the parsed rows are kept: columnar batches in memory, as objects (no serialisation on
+#: every read), spilling to disk only if memory runs out.
+LEVEL: Final = StorageLevel.MEMORY_AND_DISK_DESER
 
-#: The flat trace row: the fields the analyses read, in traces.schema order.
+#: The bulk event types: the only ones whose fields ``events`` keeps.
+HOT_EVENTS: Final = ("hw_update", "consume", "produce_ack", "produce_send")
+#: The few lines the small analyses read, parsed in full into ``side``.
+SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partition_offline",
+                      "isr_change", "convergence", "rebalance", "final_log")
+
+#: The full flat trace row (the fields any analysis reads, in traces.schema order): ``side``.
 TRACE_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in [
         ("seq", _L), ("ts_us", _L), ("event", _S),
@@ -92,6 +107,17 @@ TRACE_SCHEMA = T.StructType(
         ("records", T.ArrayType(T.ArrayType(_S))), ("converged", T.BooleanType()),
     ]]
 )
+_HOT_FIELDS: Final = ("seq", "ts_us", "event", "schema", "topic", "partition", "replica", "old",
+                      "new", "role", "reason", "value", "producer", "acks", "offset", "hw",
+                      "group", "consumer")
+#: What the one pass over the JSON parses: the fields of the bulk events (and line 1's schema).
+LINE_SCHEMA = T.StructType([f for f in TRACE_SCHEMA.fields if f.name in _HOT_FIELDS])
+#: The columns of ``Loaded.events``.
+EVENT_COLUMNS: Final = ("trace", "topic", "partition", "seq", "ts_us", "event", "replica",
+                        "old_n", "new_n", "role", "reason", "value", "producer", "acks",
+                        "offset", "hw", "group", "consumer")
+_HOT_ONLY: Final = ("replica", "role", "reason", "value", "producer", "acks", "offset", "hw",
+                    "group", "consumer")
 
 _TOPIC_SCHEMA = T.StructType([
     T.StructField("name", _S),
@@ -116,11 +142,18 @@ SCENARIO_SCHEMA = T.StructType([
 ])
 
 _CRC_MARK: Final = ',"crc":'
+#: The crc member is looked for in this many last bytes of a line (``,"crc":4294967295}``
+#: is 18).
+_CRC_TAIL: Final = 32
 _PATTERNS: Final = ("*.jsonl", "*.jsonl.gz")
+_PERMISSIVE: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+_CORRUPT: Final = "not a schema-1 JSON object: the line is damaged"
 #: What happened to the input named by a problem.
 LINE_SKIPPED: Final = "line skipped"
 TRACE_SKIPPED: Final = "trace skipped"
 TAIL_LOST: Final = "tail lost"
+#: The schema of ``Loaded.traces``.
+TRACES_SCHEMA: Final = "trace string, events long, end_us long"
 
 
 class TraceInputError(Exception):
@@ -148,18 +181,23 @@ class BadLine:
 
 @dataclass(frozen=True)
 class Loaded:
-    """The good rows of every input trace plus everything that was skipped, and why."""
+    """The good rows of every analysed trace plus everything that was skipped, and why."""
 
+    #: Every good line (``EVENT_COLUMNS``), partitioned by ``PARTITION_KEY``, persisted.
     events: DataFrame
+    #: The ``SIDE_EVENTS`` lines: ``trace`` + ``TRACE_SCHEMA``, same partitioning, persisted.
+    side: DataFrame
+    #: Per analysed trace: events (good lines), end_us (largest ts_us). Small.
+    traces: DataFrame
     problems: list[BadLine]
     files: list[str]
-    #: The persisted DataFrame ``events`` reads (drop it with ``unpersist``).
-    cache: DataFrame | None = None
+    #: The persisted DataFrames behind ``events`` and ``side`` (``unpersist`` drops them).
+    caches: tuple[DataFrame, ...] = ()
 
     def unpersist(self) -> None:
-        """Free the cached rows (the next analysis of ``events`` re-reads the input)."""
-        if self.cache is not None:
-            self.cache.unpersist()
+        """Free the cached rows (the next analysis re-reads the input)."""
+        for df in self.caches:
+            df.unpersist()
 
     @property
     def bad_lines(self) -> list[BadLine]:
@@ -198,27 +236,32 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
 
 
 def _trace_id(col: Column) -> Column:
-    return F.regexp_replace(col, r"^file:(//)?", "")
+    """The file path without ``file:`` / ``file://`` (the trace id of its rows)."""
+    return (F.when(col.startswith("file://"), F.substring(col, 8, 1 << 30))
+            .when(col.startswith("file:"), F.substring(col, 6, 1 << 30))
+            .otherwise(col))
 
 
 def _crc_ok(line: Column) -> Column:
-    """The line's ``crc`` member equals the CRC-32 of the line without it (string functions
-    only: the member is the last one, ``,"crc":N}``)."""
-    tail = F.substring_index(line, _CRC_MARK, -1)  # N}  (the whole line when there is none)
-    n_tail = F.length(tail)
-    body = F.concat(F.substring(line, F.lit(1), F.length(line) - n_tail - len(_CRC_MARK)),
-                    F.lit("}"))
-    crc = F.substring(tail, F.lit(1), n_tail - 1).try_cast("long")
-    ok = (F.instr(line, _CRC_MARK) > 0) & line.endswith("}") & (
-        F.crc32(body.cast("binary")) == crc)
+    """The line's ``crc`` member (the last one, ``,"crc":N}``) equals the CRC-32 of the line
+    without it. Byte-based functions only: the mark is looked for in the line's last bytes."""
+    raw = line.cast("binary")
+    tail = F.substring(raw, -_CRC_TAIL, _CRC_TAIL).cast("string")
+    after = F.substring_index(tail, _CRC_MARK, -1)  # N}
+    n_after = F.octet_length(after)
+    body = F.concat(F.substring(raw, F.lit(1), F.octet_length(line) - n_after - len(_CRC_MARK)),
+                    F.lit(b"}"))
+    crc = F.substring(after, F.lit(1), n_after - 1).try_cast("long")
+    ok = (F.instr(tail, _CRC_MARK) > 0) & line.endswith("}") & (F.crc32(body) == crc)
     return F.coalesce(ok, F.lit(False))
 
 
 def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """Every line with its trace id, split start, per-task row id, parsed fields and problem.
+    """Every line with its trace id, split start, per-task row id, problem and narrow fields.
 
     Columns: trace, _block, _rid, _problem (null for a good line), _line (text of a bad line
-    only), then the ``TRACE_SCHEMA`` columns (null for a bad line).
+    only), schema (line 1's), _raw (text of a ``SIDE_EVENTS`` line), then the columns of
+    ``EVENT_COLUMNS`` (null for a bad line; the ``HOT_EVENTS`` fields null on other lines).
     """
     raw = (
         spark.read.option("recursiveFileLookup", "true")
@@ -232,23 +275,33 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
             F.monotonically_increasing_id().alias("_rid"),
         )
     )
-    schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    parsed = F.from_json(
-        "_text", schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
-    )
-    j = raw.select("trace", "_block", "_rid", "_text", parsed.alias("j"),
-                   _crc_ok(F.col("_text")).alias("_crc_ok"))
+    schema = T.StructType([*LINE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
+    j = raw.select("trace", "_block", "_rid", "_text", _crc_ok(F.col("_text")).alias("_crc_ok"),
+                   F.from_json("_text", schema, _PERMISSIVE).alias("j"))
     problem = (
-        F.when(F.col("j._corrupt_record").isNotNull(),
-               F.lit("not a schema-1 JSON object: the line is damaged"))
+        F.when(F.col("j._corrupt_record").isNotNull(), F.lit(_CORRUPT))
         .when(~F.col("_crc_ok"), F.lit("crc: missing or does not match the line"))
         .when(F.col("j.seq").isNull() | F.col("j.event").isNull(), F.lit("seq/event missing"))
     )
     good = problem.isNull()
+    event = F.col("j.event")
+    hot = good & event.isin(*HOT_EVENTS)
+    is_hw = good & (event == "hw_update")
+
+    def field(name: str) -> Column:
+        return F.when(hot if name in _HOT_ONLY else good, F.col(f"j.{name}")).alias(name)
+
+    cols: dict[str, Column] = {
+        "old_n": F.when(is_hw, F.col("j.old").try_cast("bigint")).alias("old_n"),
+        "new_n": F.when(is_hw, F.col("j.new").try_cast("bigint")).alias("new_n"),
+        "trace": F.col("trace"),
+    }
     return j.select(
         "trace", "_block", "_rid", problem.alias("_problem"),
         F.when(~good, F.col("_text")).alias("_line"),
-        *[F.when(good, F.col(f"j.{f.name}")).alias(f.name) for f in TRACE_SCHEMA.fields],
+        F.when(good & (event == "run_start"), F.col("j.schema")).alias("schema"),
+        F.when(good & event.isin(*SIDE_EVENTS), F.col("_text")).alias("_raw"),
+        *[cols[c] if c in cols else field(c) for c in EVENT_COLUMNS],
     )
 
 
@@ -258,55 +311,100 @@ def partition_events(df: DataFrame, partitions: int | None = None) -> DataFrame:
     return df.repartition(n, *PARTITION_KEY)
 
 
+def side_lines(rows: DataFrame) -> DataFrame:
+    """The ``SIDE_EVENTS`` rows of ``rows`` (with ``_raw``) parsed in full: ``trace``,
+    ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), ``TRACE_SCHEMA``.
+    Partitioning by ``PARTITION_KEY`` is kept (topic and partition come from ``rows``)."""
+    schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
+    parsed = rows.where(F.col("_raw").isNotNull()).select(
+        "trace", "topic", "partition", "_block", "_rid",
+        F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
+    return parsed.select(
+        "trace", "_block", "_rid", F.col("j._corrupt_record").isNotNull().alias("_bad"),
+        *[F.col(n) if n in ("topic", "partition") else F.col(f"j.{n}").alias(n)
+          for n in TRACE_SCHEMA.fieldNames()])
+
+
 def load_traces(
     spark: SparkSession, paths: Iterable[str], *, cache_dir: str | None = None,
     partitions: int | None = None,
 ) -> Loaded:
-    """Read traces; the good rows (``trace`` + ``TRACE_SCHEMA``), persisted and partitioned by
-    ``PARTITION_KEY``, and every problem found (see the module notes)."""
+    """Read traces: the good rows, persisted and partitioned by ``PARTITION_KEY``, the side
+    lines parsed in full, per-trace sizes, and every problem found (see the module notes)."""
     files = expand_paths(paths)
     cached = _cache_path(cache_dir, files)
-    cols = ["trace", *TRACE_SCHEMA.fieldNames()]
-    if cached is not None and cached.exists() and cached.with_suffix(".problems.json").exists():
-        problems = [BadLine(**d) for d in
-                    orjson.loads(cached.with_suffix(".problems.json").read_bytes())]
-        events = partition_events(spark.read.parquet(str(cached)), partitions)
-        events = events.persist(StorageLevel.MEMORY_AND_DISK)
-        return Loaded(events=events, problems=problems, files=files, cache=events)
+    keep = [*EVENT_COLUMNS, "_raw", "_block", "_rid"]
+    meta_path = cached.with_suffix(".meta.json") if cached is not None else None
+    if cached is not None and meta_path is not None and cached.exists() and meta_path.exists():
+        meta = orjson.loads(meta_path.read_bytes())
+        problems = [BadLine(**d) for d in meta["problems"]]
+        rows = partition_events(spark.read.parquet(str(cached)), partitions).persist(LEVEL)
+        return _loaded(spark, rows, problems, files, meta["traces"], check_side=False)
 
-    flagged = partition_events(read_lines(spark, files), partitions).persist(
-        StorageLevel.MEMORY_AND_DISK)
-    problems = _file_problems(flagged)
+    flagged = partition_events(read_lines(spark, files), partitions).persist(LEVEL)
+    summary = _summarize(flagged)
+    problems = _file_problems(summary)
     skipped = sorted({p.trace for p in problems if p.action == TRACE_SKIPPED})
-    problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
-    problems.sort(key=lambda b: (b.trace, b.line, b.action))
+    if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
+        problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
     good = flagged.where(F.col("_problem").isNull())
     if skipped:
         good = good.where(~F.col("trace").isin(*skipped))
-    events = good.select(*cols)
-    if cached is not None:
-        events.write.mode("overwrite").option("compression", "zstd").parquet(str(cached))
-        cached.with_suffix(".problems.json").write_bytes(
-            orjson.dumps([asdict(p) for p in problems]))
-        flagged.unpersist()
-        events = partition_events(spark.read.parquet(str(cached)), partitions).persist(
-            StorageLevel.MEMORY_AND_DISK)
-        return Loaded(events=events, problems=problems, files=files, cache=events)
-    return Loaded(events=events, problems=problems, files=files, cache=flagged)
+    sizes = [[r["trace"], int(r["good"]), r["end_us"]] for r in summary
+             if r["trace"] not in skipped]
+    loaded = _loaded(spark, good.select(*keep), problems, files, sizes, check_side=True,
+                     flagged=flagged)
+    if cached is None or meta_path is None:
+        return loaded
+    good.select(*keep).write.mode("overwrite").option("compression", "zstd").parquet(
+        str(cached))
+    meta_path.write_bytes(orjson.dumps(
+        {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
+    loaded.unpersist()
+    rows = partition_events(spark.read.parquet(str(cached)), partitions).persist(LEVEL)
+    return _loaded(spark, rows, loaded.problems, files, sizes, check_side=False)
 
 
-def _file_problems(flagged: DataFrame) -> list[BadLine]:
-    """Per file: a line 1 that is not a readable ``run_start`` (trace skipped), or no
-    ``run_end`` (tail lost). One small aggregate over the cached lines."""
+def _loaded(spark: SparkSession, rows: DataFrame, problems: list[BadLine], files: list[str],
+            sizes: list[list[Any]], *, check_side: bool,
+            flagged: DataFrame | None = None) -> Loaded:
+    """``Loaded`` around the persisted good ``rows``: parses and persists ``side``; with
+    ``check_side``, lines that do not fit ``TRACE_SCHEMA`` join the problems."""
+    side_all = side_lines(rows).persist(LEVEL)
+    if check_side:
+        wrong = (side_all.where("_bad").select("trace", "_block", "_rid").collect())
+        if wrong:
+            located = _locate(flagged if flagged is not None else rows,
+                              [(r["trace"], r["_block"], r["_rid"], _CORRUPT, "") for r in wrong])
+            problems = [*problems, *located]
+    problems.sort(key=lambda b: (b.trace, b.line, b.action))
+    side = side_all.where(~F.col("_bad")).drop("_block", "_rid", "_bad")
+    traces = spark.createDataFrame([tuple(s) for s in sizes], TRACES_SCHEMA)
+    caches = tuple(df for df in (rows, side_all, flagged) if df is not None)
+    return Loaded(events=rows.select(*EVENT_COLUMNS), side=side, traces=traces,
+                  problems=problems, files=files, caches=caches)
+
+
+def _summarize(flagged: DataFrame) -> list[Row]:
+    """Per file: lines, good lines, bad lines, largest ts_us, line 1 (event, schema, problem),
+    whether it has a run_end, and its last good event. One aggregate over the cached lines."""
     order = F.struct("_block", "_rid")
-    rows = flagged.groupBy("trace").agg(
+    return flagged.groupBy("trace").agg(
         F.count(F.lit(1)).alias("lines"),
+        F.count("seq").alias("good"),
+        F.count("_problem").alias("bad"),
+        F.max("ts_us").alias("end_us"),
         F.min_by(F.struct("event", "schema", "_problem"), order).alias("first"),
         F.max(F.when(F.col("event") == "run_end", F.lit(True))).alias("has_end"),
         F.max_by("event", F.when(F.col("_problem").isNull(), order)).alias("last_event"),
     ).collect()
+
+
+def _file_problems(summary: list[Row]) -> list[BadLine]:
+    """Per file: a line 1 that is not a readable ``run_start`` (trace skipped), or no
+    ``run_end`` (tail lost)."""
     out: list[BadLine] = []
-    for r in rows:
+    for r in summary:
         trace, lines, first = r["trace"], int(r["lines"]), r["first"]
         if first["_problem"] is not None or first["event"] != "run_start":
             what = first["_problem"] or "not a run_start event"
@@ -349,9 +447,17 @@ def _gzip_break(trace: str) -> str | None:
 def _bad_lines(flagged: DataFrame) -> list[BadLine]:
     bad_rows = (flagged.where(F.col("_problem").isNotNull())
                 .select("trace", "_block", "_rid", "_problem", "_line").collect())
-    if not bad_rows:
+    return _locate(flagged, [(r["trace"], r["_block"], r["_rid"], r["_problem"],
+                              r["_line"] or "") for r in bad_rows])
+
+
+def _locate(rows: DataFrame, bad: list[tuple[str, int, int, str, str]]) -> list[BadLine]:
+    """``BadLine``s for (trace, _block, _rid, problem, text) of ``rows`` (every line of their
+    files, in ``rows``), numbered by the rows in earlier splits plus the position in the split.
+    """
+    if not bad:
         return []
-    splits = flagged.groupBy("trace", "_block").agg(
+    splits = rows.groupBy("trace", "_block").agg(
         F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"))
     w = Window.partitionBy("trace").orderBy("_block").rowsBetween(
         Window.unboundedPreceding, -1)
@@ -361,10 +467,10 @@ def _bad_lines(flagged: DataFrame) -> list[BadLine]:
                                F.coalesce(F.sum("n").over(w), F.lit(0)).alias("before")).collect()
     }
     out = []
-    for r in bad_rows:
-        n_before, rid0 = before[(r["trace"], r["_block"])]
-        out.append(BadLine(trace=r["trace"], line=n_before + int(r["_rid"]) - rid0 + 1,
-                           problem=r["_problem"], text=(r["_line"] or "")[:200]))
+    for trace, block, rid, problem, text in bad:
+        n_before, rid0 = before[(trace, block)]
+        out.append(BadLine(trace=trace, line=n_before + int(rid) - rid0 + 1, problem=problem,
+                           text=text[:200]))
     return sorted(out, key=lambda b: (b.trace, b.line))
 
 
@@ -373,7 +479,7 @@ def _cache_path(cache_dir: str | None, files: Sequence[str]) -> Path | None:
     if cache_dir is None:
         return None
     h = hashlib.sha256()
-    h.update(b"schema-v2\n")  # the cached columns: bump when TRACE_SCHEMA changes
+    h.update(b"schema-v3\n")  # the cached columns: bump when TRACE_SCHEMA changes
     for f in files:
         p = Path(f)
         st = p.stat() if p.exists() else None

@@ -19,7 +19,7 @@ Runs go to a process pool of 2 (``forkserver``), each worker running ``faults.ca
 (the emulator, then ``traces.checker.check_file`` on the trace: the checker's counts come
 back with the row). Generation starts when the Spark fixture is first requested, so it
 overlaps the JVM start and the small tests. Spark then reads the whole folder in one load
-and computes the anomaly table in one pass.
+and computes the anomaly table (``analyses.Analysis``) once.
 """
 
 from __future__ import annotations
@@ -141,9 +141,9 @@ def corpus(spark: SparkSession) -> Corpus:
     generate_s = time.perf_counter() - _generation["t0"]
     t0 = time.perf_counter()
     loaded = load_traces(spark, [str(folder)])  # one read of the whole folder
-    table = A.anomaly_table(loaded.events)
-    wide = A.anomaly_wide(table, A.trace_meta(loaded.events)).persist()
-    wide.count()
+    analysis = A.Analysis(loaded)
+    table, wide = analysis.table(), analysis.wide()
+    analysis.unpersist()
     return Corpus(folder, expected, kind, scenario, loaded, table, wide, generate_s,
                   time.perf_counter() - t0)
 
