@@ -7,8 +7,10 @@ The workload (rate, keys) comes from the scenario; the settings are Kafka's:
 * ``linger.ms`` / ``batch.size``: one open batch per partition, closed when full or lingered;
 * ``max.in.flight.requests.per.connection`` batches in flight per partition;
 * ``retries`` / ``retry.backoff.ms`` / ``delivery.timeout.ms`` / ``request.timeout.ms``:
-  a retriable error puts the batch back at the head of its partition's queue; a batch
-  older than the delivery timeout fails with its last error;
+  a retriable error puts the batch back at the head of its partition's queue, where it
+  waits out ``retry.backoff.ms`` (the partition sends nothing meanwhile, as
+  ``RecordAccumulator`` skips a backing-off batch); a batch older than the delivery
+  timeout fails with its last error;
 * ``enable.idempotence``: a producer id and per-partition sequence numbers (assigned when
   a batch is first sent); the leader de-duplicates retries and rejects gaps
   (OUT_OF_ORDER_SEQUENCE_NUMBER), which keeps per-partition order with up to 5 in flight.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.client import Client
+from actors.core import US_PER_MS
 from actors.messages import (
     DELIVERY_TIMEOUT,
     NONE,
@@ -71,6 +74,8 @@ class Batch:
     created_ms: int = 0
     attempts: int = 0
     last_error: str = NONE
+    #: a failed batch is not resent before this (``retry.backoff.ms`` after the failure)
+    retry_at_us: int = 0
 
 
 class Producer(Client):
@@ -142,6 +147,8 @@ class Producer(Client):
         for partition in range(cfg.partitions):
             q = self.queues[partition]
             while q and self.inflight_per_partition[partition] < cfg.max_in_flight:
+                if q[0].retry_at_us > self.now_us:
+                    break   # backing off: the partition waits (RecordAccumulator.drain)
                 leader, epoch = self.leader_of(cfg.topic, partition)
                 if leader < 0:
                     self.refresh_metadata()
@@ -223,6 +230,8 @@ class Producer(Client):
                           topic=cfg.topic, partition=batch.partition,
                           epoch=self.epochs[batch.partition])
             batch.last_error = error
+            backoff_us = max(0, int(cfg.retry_backoff_ms * US_PER_MS))
+            batch.retry_at_us = self.now_us + backoff_us
             self._reenqueue(batch)
             self.refresh_metadata()
             self.timer(cfg.retry_backoff_ms, Tick("retry", 0, 0))

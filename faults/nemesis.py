@@ -20,7 +20,10 @@ AlterPartition in flight waits); ``cut`` drops one direction of a random broker 
 ``cut_leader`` drops the frames from the current leader of a random partition to one of
 its followers (its fetches still arrive: the leader counts them, its answers are lost);
 ``deafen`` cuts every link from the other brokers to a random broker (one way only);
-``power_outage`` takes power from every broker at once, each returning after its own delay.
+``power_outage`` takes power from every broker at once, each returning after its own delay;
+``split`` is Jepsen's random halves over every node, the controller and clients included,
+so a client may keep reaching a broker that the rest of the cluster no longer hears (the
+other partition kinds cut a broker from clients too).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -152,7 +155,26 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
                 plan.append({"at_s": at, "fault": "power_loss", "target": b, "duration_s": down})
                 busy.append((at, at + down, b, True))
             continue
+        elif kind == "split":
+            # Jepsen's random halves over every node, clients and controller included: a
+            # client keeps talking to the brokers on its side (a producer can still reach a
+            # leader that its followers and the controller no longer hear)
+            side_b = rng.sample(brokers, rng.randrange(1, len(brokers))) if len(brokers) > 1 \
+                else []
+            rest = [n for n in ("controller", *client_names(sc)) if rng.random() < 0.5]
+            if not side_b:
+                continue
+            entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
+                     "duration_s": dur}
         else:
             continue
         plan.append(entry)
     return plan
+
+
+def client_names(sc: dict[str, Any]) -> list[str]:
+    """The node names of the scenario's clients, as ``emulator.cluster`` names them."""
+    names = [f"producer-{i}" for i in range(len(sc["producers"]))]
+    for c in sc["consumers"]:
+        names += [f"consumer-{c['group']}-{m}" for m in range(int(c["members"]))]
+    return names

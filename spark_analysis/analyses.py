@@ -11,7 +11,8 @@ The anomaly definitions are ``docs/anomalies.md``, the same text ``traces.checke
 equal to ``check_events`` on every trace the tests have. The mapping, definition by definition:
 
 * final committed log — ``final_source`` (last ``leader_elected``/``partition_offline`` by
-  ``seq``; highest-HW replica when there is no leader or the leader left no ``final_log``) and
+  ``seq``; offline: the replica a recovery would elect, committed up to its LEO; a leader
+  that left no ``final_log``: the highest-HW replica) and
   ``committed_records``; from ``side`` only, collected (one row per partition) and broadcast;
 * record anomalies — ``record_verdicts``, **one pass** over acks, sends, consumes and committed
   records: an aggregate keyed by (K, value, offset) (first ack there, first send, committed or
@@ -139,12 +140,16 @@ def scenario_topics(side: DataFrame) -> DataFrame:
 
 
 def final_replicas(side: DataFrame) -> DataFrame:
-    """Per replica with a ``final_log``: HW, LEO, logStartOffset (max over its events)."""
+    """Per replica with a ``final_log``: HW, LEO, logStartOffset and ``last_epoch`` (the
+    largest epoch of its records, -1 when none), max over its events."""
+    epochs = F.transform(F.filter("records", lambda r: F.size(r) >= 2),
+                         lambda r: F.try_element_at(r, F.lit(3)).try_cast("int"))
     return (_valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
             .groupBy(*K, "replica").agg(
                 F.max(F.coalesce("hw", F.lit(0))).alias("hw"),
                 F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
-                F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso")))
+                F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso"),
+                F.max(F.coalesce(F.array_max(epochs), F.lit(-1))).alias("last_epoch")))
 
 
 def final_records(side: DataFrame) -> DataFrame:
@@ -173,24 +178,31 @@ def final_source(side: DataFrame) -> DataFrame:
     reps = final_replicas(side)
     best = reps.withColumn("rk", F.row_number().over(
         Window.partitionBy(*K).orderBy(F.desc("hw"), F.asc("replica")))).where("rk = 1")
+    # offline: the replica a recovery would elect (latest last epoch, then longest log)
+    recovered = reps.withColumn("rk", F.row_number().over(
+        Window.partitionBy(*K).orderBy(F.desc("last_epoch"), F.desc("leo"), F.asc("replica")))
+    ).where("rk = 1")
     universe = (lead.select(*K).union(reps.select(*K)).union(conv.select(*K))).distinct()
     df = (universe.join(lead, K, "left").join(conv, K, "left")
           .join(best.select(*K, F.col("replica").alias("best")), K, "left")
+          .join(recovered.select(*K, F.col("replica").alias("recovered")), K, "left")
           .join(reps.select(*K, F.col("replica").alias("elected"), F.lit(True).alias("el_log")),
                 [*K, "elected"], "left"))
     has_logs = F.col("best").isNotNull()
+    offline = F.col("elected").isNull() & (F.col("has_leadership").isNotNull() | has_logs)
     df = df.select(
-        *K, "elected",
-        (F.col("elected").isNull() & (F.col("has_leadership").isNotNull() | has_logs))
-        .alias("offline"),
+        *K, "elected", offline.alias("offline"),
         F.coalesce("not_converged", F.lit(False)).alias("not_converged"),
-        F.when(F.col("el_log").isNotNull(), F.col("elected")).otherwise(F.col("best"))
-        .alias("source"),
+        F.when(F.col("el_log").isNotNull(), F.col("elected"))
+        .when(offline, F.col("recovered")).otherwise(F.col("best")).alias("source"),
     )
+    # offline: its records are on disk, committed up to its LEO (its HW is a stale checkpoint)
     return df.join(
-        reps.select(*K, F.col("replica").alias("source"), F.col("hw").alias("src_hw"),
+        reps.select(*K, F.col("replica").alias("source"), "hw", "leo",
                     F.col("lso").alias("src_lso")), [*K, "source"], "left"
-    ).select(*K, "elected", "offline", "not_converged", "source", "src_hw", "src_lso")
+    ).select(*K, "elected", "offline", "not_converged", "source",
+             F.when(F.col("offline"), F.greatest("hw", "leo")).otherwise(F.col("hw"))
+             .alias("src_hw"), "src_lso")
 
 
 def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:

@@ -25,6 +25,8 @@ from traces.writer import TraceWriter
 FIRST_DETECTION = {
     "s1-kip101-hw-truncation": 1,
     "s2-kip101-power-loss-divergence": 3,
+    "s4-kafka7128-stale-hw-isr-expand": 4,
+    "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 4,
 }
@@ -98,6 +100,25 @@ def test_power_outage_takes_every_broker_and_ends_within_the_workload() -> None:
     for a, b in zip(starts, starts[1:], strict=False):   # never two outages at once
         assert all(b >= a + f["duration_s"] for f in plan if f["at_s"] == a)
     assert generate({**sc, "faults": {**sc["faults"], "budget": True}}, random.Random(3)) == []
+
+
+def test_split_puts_some_brokers_and_any_other_node_on_one_side() -> None:
+    sc = _sc(["split"])
+    sc["consumers"][0]["members"] = 2
+    buf = io.BytesIO()
+    nodes = set(run(sc, 1, None, writer=TraceWriter(None, buffer=buf)) and
+                [orjson.loads(line)["node"] for line in buf.getvalue().splitlines()])
+    plan = generate(sc, random.Random(5))
+    assert len(plan) > 5
+    clients = False
+    for f in plan:
+        assert f["fault"] == "partition"
+        side = set(f["target"])
+        assert side <= nodes                         # names the cluster really has
+        brokers = {n for n in side if n.startswith("broker-")}
+        assert brokers and brokers != {"broker-1", "broker-2", "broker-3"}
+        clients |= any(n.startswith(("producer-", "consumer-")) for n in side)
+    assert clients
 
 
 class _World:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from spark.tracebuild import Trace, healthy, lossy, scenario
+from spark.tracebuild import Trace, all_crashed, healthy, lossy, scenario
 
 from traces.checker import ANOMALIES, check_events, check_file, main
 from traces.integrity import seal
@@ -230,6 +230,21 @@ def test_partition_without_leader_at_end_is_no_convergence() -> None:
     r = check_events(t.events)
     only(r.anomalies, no_convergence=1)
     assert r.partitions["t-0"].final_log_replica == 1  # highest HW stands in for the leader
+
+
+def test_offline_partition_is_judged_on_the_log_a_recovery_would_elect() -> None:
+    # every replica crashed, HW checkpoints at 0: the acked records are on disk, not lost
+    r = check_events(all_crashed().events)
+    only(r.anomalies, no_convergence=1)
+    s = r.partitions["t-0"]
+    # replica 1: epoch 2 like replica 0 but longer; replica 2 is longest but of epoch 1
+    assert (s.final_log_replica, s.final_hw, s.offline) == (1, 3, True)
+
+
+def test_offline_partition_still_loses_what_the_recovered_log_lacks() -> None:
+    r = check_events(all_crashed(lost_tail=True).events)
+    only(r.anomalies, no_convergence=1, lost_acked_write=1, hw_regression_visible=1)
+    assert r.details["lost_acked_write"][0]["value"] == "p0-2"
 
 
 def test_convergence_false_counts_once_per_partition() -> None:

@@ -33,7 +33,7 @@ import gzip
 import hashlib
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -176,6 +176,8 @@ class _ReplicaLog:
     hw: int = 0
     leo: int = 0
     lso: int = 0
+    #: The highest leader epoch of its records (-1: none): the log's last epoch.
+    last_epoch: int = -1
     values: dict[int, str] = field(default_factory=dict)
     #: Extra values when one offset is listed more than once (a broken log).
     extra: dict[int, set[str]] = field(default_factory=dict)
@@ -453,6 +455,9 @@ class Checker:
                     if offset is not None:
                         value = _text(rec[1])
                         log.add(offset, value if value is not None else MISSING)
+                        epoch = _int(rec[2]) if len(rec) >= 3 else None
+                        if epoch is not None and epoch > log.last_epoch:
+                            log.last_epoch = epoch
 
     def _on_convergence(self, ev: Event, seq: int, ts: int) -> None:
         key = _pkey(ev)
@@ -508,22 +513,29 @@ class Checker:
         # Final leader and final committed log (docs/anomalies.md §1).
         elected = p.leadership[1] if p.leadership is not None else None
         offline = elected is None and (p.leadership is not None or bool(p.final_logs))
-        if elected is not None and elected in p.final_logs:
+        logs = p.final_logs
+        if elected is not None and elected in logs:
             source: int | None = elected
-        elif p.final_logs:
-            source = min(p.final_logs, key=lambda r: (-p.final_logs[r].hw, r))
+        elif offline and logs:
+            # the replica a recovery would elect: latest last epoch, then longest log
+            source = min(logs, key=lambda r: (-logs[r].last_epoch, -logs[r].leo, r))
+        elif logs:
+            source = min(logs, key=lambda r: (-logs[r].hw, r))
         else:
             source = None
+        log = logs.get(source) if source is not None else None
+        if offline and log is not None:
+            # its records are on disk: committed up to its LEO, not its (stale) checkpoint HW
+            log = replace(log, hw=max(log.hw, log.leo))
         if offline or p.converged is False:
             self._note("no_convergence", key, None,
                        {"offline": offline, "converged": p.converged})
 
-        if source is not None:
-            self._judge_writes(key, p, p.final_logs[source])
+        if log is not None:
+            self._judge_writes(key, p, log)
             self._judge_divergence(key, p)
-        self._judge_duplicates(key, p, p.final_logs[source] if source is not None else None)
+        self._judge_duplicates(key, p, log)
         self._judge_send_order(key, p)
-        log = p.final_logs.get(source) if source is not None else None
         return PartitionSummary(
             topic=key[0],
             partition=key[1],

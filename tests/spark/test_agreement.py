@@ -25,8 +25,8 @@ def test_the_corpus_is_the_whole_catalog_and_at_least_200_random_runs(corpus: Co
     assert catalog == {p.stem for p in ROOT.glob("scenarios/*.toml")}
     assert sum(k == "random" for k in corpus.kind.values()) == RANDOM_RUNS >= 200
     # only the hand-built "healthy" trace, written without run_end on purpose
-    assert [(Path(p.trace).name, p.action) for p in corpus.loaded.problems] == [
-        ("healthy.jsonl", "tail lost")]
+    assert [(Path(p.trace).name.split(".")[0], p.action) for p in corpus.loaded.problems] == [
+        ("healthy", "tail lost")]
     assert sorted(corpus.loaded.files) == sorted(corpus.expected)
     print(f"corpus: {len(corpus.expected)} traces generated+checked in {corpus.generate_s:.1f} s,"
           f" Spark load + anomaly table in {corpus.spark_s:.1f} s")

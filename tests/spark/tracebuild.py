@@ -178,6 +178,26 @@ def lossy(acks: str = "all") -> Trace:
     return t
 
 
+def all_crashed(lost_tail: bool = False) -> Trace:
+    """Every replica crashes uncleanly (KIP-966: ISR and ELR emptied, the partition stays
+    offline) after p0-0..p0-2 were acked; their HW checkpoints still say 0. Replica 2 holds a
+    longer log of an older epoch. With ``lost_tail`` the replica a recovery would elect (1:
+    epoch 2, then longest) lost p0-2 (power loss)."""
+    t = Trace()
+    t.elect(0, [0, 1, 2]).at(1).elect(0, [0, 1, 2], epoch=2)
+    for i in range(3):
+        t.at(2 + i).send(f"p0-{i}").hw(0, i, i + 1).ack(f"p0-{i}", i)
+        t.consume(i, f"p0-{i}", hw=i + 1)
+    t.at(6).emit("partition_offline", node="controller", actor="controller", topic=TOPIC,
+                 partition=0, leader_epoch=3, isr=[], elr=[])
+    t.at(30).converged(False)
+    kept = [(0, "p0-0"), (1, "p0-1")] if lost_tail else [(0, "p0-0"), (1, "p0-1"), (2, "p0-2")]
+    t.final_log(0, kept[:2], hw=0, epoch=2)
+    t.final_log(1, kept, hw=0, epoch=2)
+    t.final_log(2, [(0, "p0-0"), (1, "o1"), (2, "o2"), (3, "o3")], hw=0, epoch=1)
+    return t
+
+
 def catalogue() -> dict[str, Trace]:
     """Small traces that, together, make every anomaly of ``ANOMALIES`` non-zero."""
     out: dict[str, Trace] = {"healthy": healthy()}
@@ -237,4 +257,7 @@ def catalogue() -> dict[str, Trace]:
     t = healthy()
     t.converged(False)
     out["not_converged"] = t
+
+    out["all_crashed"] = all_crashed()  # offline, nothing lost: the logs are on disk
+    out["all_crashed_lost_tail"] = all_crashed(lost_tail=True)
     return out
