@@ -166,6 +166,8 @@ class Replica(Machine):
         self._token = 0
         self._correlation = 0
         self._outstanding = -1           # follower: correlation of the request in flight
+        #: follower: the request in flight is an OffsetsForLeaderEpoch (truncation pending)
+        self._outstanding_is_epoch = False
         self._fetch_gen = 0              # bumps on every role change: stale timers ignored
         self._highest_epoch_seen = -1
         self._alter_token = -1
@@ -725,6 +727,7 @@ class Replica(Machine):
             return
         corr = self._next_correlation()
         self._outstanding = corr
+        self._outstanding_is_epoch = False
         last_epoch = self.log.last_epoch() if self.rules.truncation == "fetch" else -1
         own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
         self.send(self._addr(self.leader), Fetch(
@@ -737,6 +740,7 @@ class Replica(Machine):
     def _send_offsets_for_leader_epoch(self) -> None:
         corr = self._next_correlation()
         self._outstanding = corr
+        self._outstanding_is_epoch = True
         self.send(self._addr(self.leader), OffsetsForLeaderEpoch(
             self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
             self.leader_epoch if self.rules.epoch_fencing else -1, corr))
@@ -911,7 +915,10 @@ class Replica(Machine):
         elif k == "fetch_timeout":
             if t.token == self._outstanding and t.arg == self._fetch_gen:
                 self._outstanding = -1
-                if self.rules.truncation in ("kip101", "kip279") and self._needs_epoch_request():
+                if self._outstanding_is_epoch:
+                    # the truncation is still to do: ask again (the partition stays in the
+                    # fetcher's truncating state; fetching from its LEO would keep a
+                    # divergent suffix)
                     self._send_offsets_for_leader_epoch()
                 else:
                     self._send_fetch()
@@ -960,9 +967,6 @@ class Replica(Machine):
         elif k == "retention":
             self._retention()
             self.timer(self.cfg.retention_check_interval_ms, Tick("retention", 0, 0))
-
-    def _needs_epoch_request(self) -> bool:
-        return False
 
     def _on_broker_states(self, m: BrokerStates) -> None:
         if m.controller_epoch < self.controller_epoch:

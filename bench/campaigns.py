@@ -222,8 +222,8 @@ def detection(catalog: Path, max_seeds: int, max_s: float, jobs: int, *,
             notes = []
             for fix in sc["catalog"]["fixed"]:
                 fix_list = fix if isinstance(fix, list) else [fix]
-                if any(o.startswith("faults.") for o in fix_list):
-                    continue   # fixed by fewer faults (S10), which random mode overrides
+                if any(o.startswith("faults.plan") for o in fix_list):
+                    continue   # fixed by a smaller script (S10), which random mode drops
                 hits, ferr = fixed_hits(path, overrides, fix_list, upto, jobs)
                 label = " ".join(fix_list)
                 verdict = f"FOUND at seeds {hits}" if hits else "none"

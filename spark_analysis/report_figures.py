@@ -19,7 +19,7 @@ Design notes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,17 +183,17 @@ def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
     isr = _isr_intervals(pv, end)
     leaders = _leader_intervals(pv, end)
     for r in replicas:
-        xs, ys = _gapped(isr.get(r, []), lane[r])
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color[r], width=11),
+        gx, gy = _gapped(isr.get(r, []), lane[r])
+        fig.add_trace(go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=color[r], width=11),
                                  opacity=0.55, name=f"in ISR broker {r}", legendgroup=f"r{r}",
                                  showlegend=False, hoverinfo="skip"), row=2, col=1)
     lx: list[float | None] = []
     ly: list[Any] = []
     for r, spans in leaders.items():
         if r in lane:
-            xs, ys = _gapped(spans, lane[r])
-            lx += xs
-            ly += ys
+            gx, gy = _gapped(spans, lane[r])
+            lx += gx
+            ly += gy
     if lx:
         fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#111", width=3),
                                  name="leader", hoverinfo="skip"), row=2, col=1)
@@ -202,9 +202,9 @@ def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
     for iv in view.node_down:
         for node in iv.targets:
             if node.startswith("broker-") and node[7:].isdigit() and int(node[7:]) in lane:
-                xs, ys = _gapped([(iv.start_us, iv.end_us or end)], lane[int(node[7:])])
-                dx += xs
-                dy += ys
+                gx, gy = _gapped([(iv.start_us, iv.end_us or end)], lane[int(node[7:])])
+                dx += gx
+                dy += gy
     if dx:
         fig.add_trace(go.Scatter(x=dx, y=dy, mode="lines",
                                  line=dict(color="#555", width=3, dash="dot"),
@@ -433,10 +433,10 @@ def build_spacetime(events: Sequence[Event], topic: str, partition: int, focus: 
             continue
         name = e.get("event")
         if name == "msg_drop":
-            src, dst = str(e.get("src", "?")), str(e.get("dst", "?"))
-            if any(k in src + dst for k in (part_actor, "producer", "controller")):
-                st.drops.append((ts, src.split("/")[0], dst.split("/")[0],
-                                 f"{e.get('msg')} dropped ({e.get('reason')}): {src} → {dst}"))
+            s_end, d_end = str(e.get("src", "?")), str(e.get("dst", "?"))
+            if any(k in s_end + d_end for k in (part_actor, "producer", "controller")):
+                st.drops.append((ts, s_end.split("/")[0], d_end.split("/")[0],
+                                 f"{e.get('msg')} dropped ({e.get('reason')}): {s_end} → {d_end}"))
         elif name in ("node_crash", "node_restart", "node_pause", "node_resume"):
             sym = {"node_crash": "x", "node_restart": "circle", "node_pause": "square",
                    "node_resume": "square-open"}[name]
@@ -487,13 +487,13 @@ def spacetime_figure(st: SpaceTime, view: TraceView) -> go.Figure:
     for ts, src, dst, label in st.drops:
         if src not in y or dst not in y:
             continue
-        x0, y0 = ms(ts), float(y[src])
-        y1 = y0 + (y[dst] - y0) * 0.45
-        x1 = x0 + span * 0.012
-        dxs += [x0, x1, None]
-        dys += [y0, y1, None]
-        ends_x.append(x1)
-        ends_y.append(y1)
+        fx0, fy0 = ms(ts), float(y[src])
+        fy1 = fy0 + (y[dst] - fy0) * 0.45
+        fx1 = fx0 + span * 0.012
+        dxs += [fx0, fx1, None]
+        dys += [fy0, fy1, None]
+        ends_x.append(fx1)
+        ends_y.append(fy1)
         drop_t.append(label)
     if dxs:
         fig.add_trace(go.Scatter(x=dxs, y=dys, mode="lines", hoverinfo="skip", showlegend=False,
@@ -549,7 +549,7 @@ def spacetime_figure(st: SpaceTime, view: TraceView) -> go.Figure:
 
 
 def rate_chart(knob: str, values: Sequence[str], runs: Sequence[int],
-               rates: dict[str, Sequence[float]]) -> go.Figure:
+               rates: Mapping[str, Sequence[float]]) -> go.Figure:
     """Grouped bars: % of runs with each anomaly, per value of one knob."""
     fig = go.Figure()
     labels = [f"{v} (n={n})" for v, n in zip(values, runs, strict=True)]

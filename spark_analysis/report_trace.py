@@ -25,7 +25,7 @@ keeping for the whole run: :func:`read_window` makes a second, early-stopping pa
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,15 +229,17 @@ class _Collector:
                 self.node_down.append(iv)
         elif name in ("node_restart", "node_resume"):
             what = "down" if name == "node_restart" else "paused"
-            iv = self._open_down.pop((str(ev.get("node")), what), None)
-            if iv is not None:
-                iv.end_us = ts
+            key = (str(ev.get("node")), what)
+            if key in self._open_down:
+                self._open_down.pop(key).end_us = ts
 
     def _on_fault(self, ev: Event, ts: int) -> None:
         kind, targets = str(ev.get("fault", "?")), _targets(ev.get("target"))
         if ev.get("phase") == "stop":
-            for match in (lambda iv: iv.kind == kind and iv.targets == targets,
-                          lambda iv: iv.kind == kind):
+            matchers: tuple[Callable[[Interval], bool], ...] = (
+                lambda iv: iv.kind == kind and iv.targets == targets,
+                lambda iv: iv.kind == kind)
+            for match in matchers:
                 for i, iv in enumerate(self._open_faults):
                     if match(iv):
                         iv.end_us = ts

@@ -240,3 +240,25 @@ def test_a_leader_that_appended_nothing_drops_its_epoch_entry_when_a_fetch_diver
     assert r.log.epochs.entries == []
     again = [e.msg for e in r.drain() if isinstance(e, Send) and isinstance(e.msg, Fetch)]
     assert again and again[-1].fetch_offset == 0 and again[-1].last_fetched_epoch != 1
+
+
+def test_follower_whose_leader_epoch_request_times_out_asks_again_before_fetching() -> None:
+    """KIP-101/279 eras: the truncation step is not skipped when its OffsetsForLeaderEpoch
+    is lost (a partitioned leader): the follower asks again rather than fetching from its
+    own LEO with a divergent suffix (S3 random mode, seed 27, diverged on 2.0 and 2.1)."""
+    from actors.core import Timer
+    from actors.messages import OffsetsForLeaderEpoch, Tick
+
+    r = Replica("broker-2", 2, PartitionLog("orders", 0), rules_for("2.0"), ReplicaConfig(),
+                clean_start=True)
+    r.start()
+    r.handle(PartitionState(1, "orders", 0, (1, 2, 3), 1, 1, (1, 2, 3), (), 1, False),
+             ("x", "y"))
+    out = r.drain()
+    assert [e.msg for e in out if isinstance(e, Send)
+            and isinstance(e.msg, OffsetsForLeaderEpoch)]
+    timeouts = [e.msg for e in out if isinstance(e, Timer) and isinstance(e.msg, Tick)
+                and e.msg.kind == "fetch_timeout"]
+    r.handle(timeouts[-1], ("broker-2", "orders-0"))
+    sent = [e.msg for e in r.drain() if isinstance(e, Send)]
+    assert [type(m).__name__ for m in sent] == ["OffsetsForLeaderEpoch"]
