@@ -40,6 +40,7 @@ from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
 from emulator.network import DelayDist, Network
 from emulator.rng import RngTree
+from emulator.scenario import consumer_node, producer_node
 from emulator.scheduler import Node, Scheduler
 from faults.nemesis import generate
 from faults.plan import start_fault
@@ -163,7 +164,7 @@ class Cluster:
                 retry_backoff_ms=p["retry.backoff.ms"],
                 request_timeout_ms=p["request.timeout.ms"],
                 delivery_timeout_ms=p["delivery.timeout.ms"])
-            name = f"producer-{i}"
+            name = producer_node(i)
 
             def producer_factory(node: Node, i: int = i, pcfg: ProducerConfig = pcfg
                                  ) -> list[Machine]:
@@ -194,7 +195,7 @@ class Cluster:
                     heartbeat_interval_ms=c["heartbeat.interval.ms"],
                     fetch_max_wait_ms=c["fetch.max.wait.ms"],
                     max_poll_records=c["max.poll.records"])
-                name = f"consumer-{c['group']}-{m}"
+                name = consumer_node(c["group"], m)
 
                 def consumer_factory(node: Node, ccfg: ConsumerConfig = ccfg
                                      ) -> list[Machine]:

@@ -425,6 +425,24 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
         target[sub] = parsed
 
 
+def producer_node(i: int) -> str:
+    """The node name of the scenario's ``i``-th producer."""
+    return f"producer-{i}"
+
+
+def consumer_node(group: str, member: int) -> str:
+    """The node name of one member of a consumer group."""
+    return f"consumer-{group}-{member}"
+
+
+def client_nodes(sc: dict[str, Any]) -> list[str]:
+    """The node names of a resolved scenario's clients (producers, then consumers)."""
+    names = [producer_node(i) for i in range(len(sc["producers"]))]
+    for c in sc["consumers"]:
+        names += [consumer_node(c["group"], m) for m in range(int(c["members"]))]
+    return names
+
+
 def catalog() -> list[tuple[str, str]]:
     """(name, description) of every scenario in ``scenarios/``."""
     out = []

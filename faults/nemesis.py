@@ -34,6 +34,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from emulator.scenario import client_nodes
+
 RECOVERY_GAP_S = 10.0
 
 
@@ -159,11 +161,10 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             # Jepsen's random halves over every node, clients and controller included: a
             # client keeps talking to the brokers on its side (a producer can still reach a
             # leader that its followers and the controller no longer hear)
-            side_b = rng.sample(brokers, rng.randrange(1, len(brokers))) if len(brokers) > 1 \
-                else []
-            rest = [n for n in ("controller", *client_names(sc)) if rng.random() < 0.5]
-            if not side_b:
+            if len(brokers) < 2:
                 continue
+            side_b = rng.sample(brokers, rng.randrange(1, len(brokers)))
+            rest = [n for n in ("controller", *client_nodes(sc)) if rng.random() < 0.5]
             entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
                      "duration_s": dur}
         else:
@@ -171,10 +172,3 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
         plan.append(entry)
     return plan
 
-
-def client_names(sc: dict[str, Any]) -> list[str]:
-    """The node names of the scenario's clients, as ``emulator.cluster`` names them."""
-    names = [f"producer-{i}" for i in range(len(sc["producers"]))]
-    for c in sc["consumers"]:
-        names += [f"consumer-{c['group']}-{m}" for m in range(int(c["members"]))]
-    return names
