@@ -244,15 +244,17 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
         F.when(F.col("has_src"), retracted.cast("int")).alias("r1"),
         F.when(F.col("has_src"), ((F.col("offset") >= F.col("src_lso")) | retracted)
                .cast("int")).alias("r2"))
+    # ``side`` is partitioned as ``events``, so the union keeps it (no exchange below)
     comm = committed_records(data.side, source).select(
         *K, "value", "offset", F.lit(True).alias("committed"),
         (F.col("value") != MISSING).alias("dup"))
     rows = (acks.unionByName(sends, allowMissingColumns=True)
             .unionByName(cons, allowMissingColumns=True)
             .unionByName(comm, allowMissingColumns=True))
-    # (K, value, offset): what happened at this offset to this value
-    # value first: its sort prefix tells rows apart (the trace path of K would not)
-    at = rows.groupBy("value", "offset", *K).agg(
+    # (K, value, offset): what happened at this offset to this value. Keys sorted value first
+    # (its prefix tells rows apart; the trace path of K would not), offset last: the sort
+    # of this aggregate is then also the one the next, keyed (value, K), needs
+    at = rows.groupBy("value", *K, "offset").agg(
         F.min_by("first", "first.seq").alias("first"),
         F.min("send_seq").alias("send_seq"),
         F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
@@ -336,11 +338,13 @@ def order_findings(data: Loaded) -> DataFrame:
                        gen.alias("gen"), F.lit(False).alias("is_hw"))
     rows = hw.unionByName(cons, allowMissingColumns=True)
     w_before = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
-    w_replica = Window.partitionBy(*K, "replica").orderBy("seq")
-    w_chain = Window.partitionBy(*K, "group", "consumer", "gen").orderBy("seq")
+    # one window for both lags: an hw_update row has no group/consumer/gen and a consume row
+    # no replica, so (K, replica, group, consumer, gen) is (K, replica) for the first and the
+    # consumer chain for the second (one sort instead of two)
+    w_prev = Window.partitionBy(*K, "replica", "group", "consumer", "gen").orderBy("seq")
     df = rows.select("*", F.max("lhw").over(w_before).alias("max_leader_hw_before"),
-                     F.lag("new").over(w_replica).alias("prev_new"),
-                     F.lag("offset").over(w_chain).alias("prev_offset"))
+                     F.lag("new").over(w_prev).alias("prev_new"),
+                     F.lag("offset").over(w_prev).alias("prev_offset"))
     is_hw, is_c = F.col("is_hw"), ~F.col("is_hw")
     exposed = F.greatest(F.coalesce("max_leader_hw_before", F.lit(0)), F.lit(0))
     flags = {

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write one Parquet dataset per analysis here")
     p.add_argument("--cache", default=None, help="keep a Parquet copy of parsed events here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--careful", action="store_true",
+                   help="parse every line on its own, also in files whose crcs all match "
+                        "(slower; for traces written by another tool)")
     return p
 
 
@@ -56,7 +59,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         spark = build_session(args.master)
-        loaded = load_traces(spark, args.paths, cache_dir=args.cache)
+        loaded = load_traces(spark, args.paths, cache_dir=args.cache, careful=args.careful)
     except TraceInputError as exc:
         print(f"isrlab analyze: {exc}", file=sys.stderr)
         return 2

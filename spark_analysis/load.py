@@ -62,7 +62,7 @@ import gzip
 import hashlib
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -116,6 +116,12 @@ LINE_SCHEMA = T.StructType([f for f in TRACE_SCHEMA.fields if f.name in _HOT_FIE
 EVENT_COLUMNS: Final = ("trace", "topic", "partition", "seq", "ts_us", "event", "replica",
                         "old_n", "new_n", "role", "reason", "value", "producer", "acks",
                         "offset", "hw", "group", "consumer")
+_TYPES: Final = {"trace": _S, "old_n": _L, "new_n": _L,
+                 **{f.name: f.dataType for f in TRACE_SCHEMA.fields}}
+#: The schema of ``Loaded.events``.
+EVENT_SCHEMA = T.StructType([T.StructField(c, _TYPES[c]) for c in EVENT_COLUMNS])
+#: What the JSON source parses of a clean file's hot lines.
+_HOT_SCHEMA = T.StructType([f for f in LINE_SCHEMA.fields if f.name != "schema"])
 _HOT_ONLY: Final = ("replica", "role", "reason", "value", "producer", "acks", "offset", "hw",
                     "group", "consumer")
 
@@ -145,6 +151,9 @@ _CRC_MARK: Final = ',"crc":'
 #: The crc member is looked for in this many last bytes of a line (``,"crc":4294967295}``
 #: is 18).
 _CRC_TAIL: Final = 32
+#: The first characters of a line, where a writer's line has ``seq``, ``ts_us`` and ``event``.
+_PREFIX: Final = 64
+_META: Final = "meta.json"
 _PATTERNS: Final = ("*.jsonl", "*.jsonl.gz")
 _PERMISSIVE: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
 _CORRUPT: Final = "not a schema-1 JSON object: the line is damaged"
@@ -154,6 +163,11 @@ TRACE_SKIPPED: Final = "trace skipped"
 TAIL_LOST: Final = "tail lost"
 #: The schema of ``Loaded.traces``.
 TRACES_SCHEMA: Final = "trace string, events long, end_us long"
+_SIDE_TEXT: Final = "trace string, _block long, _rid long, _raw string"
+
+
+#: A line to number: (trace, _block, _rid, problem, text).
+_Located = tuple[str, int, int, str, str]
 
 
 class TraceInputError(Exception):
@@ -193,6 +207,9 @@ class Loaded:
     files: list[str]
     #: The persisted DataFrames behind ``events`` and ``side`` (``unpersist`` drops them).
     caches: tuple[DataFrame, ...] = ()
+    #: How many hash partitions ``events`` and ``side`` have (a union of rows of both keeps
+    #: the partitioning only if the counts are equal).
+    partitions: int = 0
 
     def unpersist(self) -> None:
         """Free the cached rows (the next analysis re-reads the input)."""
@@ -256,14 +273,11 @@ def _crc_ok(line: Column) -> Column:
     return F.coalesce(ok, F.lit(False))
 
 
-def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """Every line with its trace id, split start, per-task row id, problem and narrow fields.
-
-    Columns: trace, _block, _rid, _problem (null for a good line), _line (text of a bad line
-    only), schema (line 1's), _raw (text of a ``SIDE_EVENTS`` line), then the columns of
-    ``EVENT_COLUMNS`` (null for a bad line; the ``HOT_EVENTS`` fields null on other lines).
-    """
-    raw = (
+def read_text(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """Every line of ``files``: ``_text``, ``trace``, ``_block`` (start of its split) and
+    ``_rid`` (consecutive within a split). The same plan gives the same ``_rid``s when run
+    again, so a line found in one pass can be located by another over the same DataFrame."""
+    return (
         spark.read.option("recursiveFileLookup", "true")
         .option("pathGlobFilter", "{*.jsonl,*.jsonl.gz}")
         .option("ignoreCorruptFiles", "true")  # a cut gzip keeps its lines before the cut
@@ -275,6 +289,17 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
             F.monotonically_increasing_id().alias("_rid"),
         )
     )
+
+
+def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """Every line with its trace id, split start, per-task row id, problem and narrow fields.
+
+    Columns: trace, _block, _rid, _problem (null for a good line), _line (text of a bad line
+    only), schema (line 1's), _raw (text of a ``SIDE_EVENTS`` line), then the columns of
+    ``EVENT_COLUMNS`` (null for a bad line; the ``HOT_EVENTS`` fields null on other lines).
+    The careful path: every line parsed on its own, so that each problem is found and placed.
+    """
+    raw = read_text(spark, files)
     schema = T.StructType([*LINE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
     j = raw.select("trace", "_block", "_rid", "_text", _crc_ok(F.col("_text")).alias("_crc_ok"),
                    F.from_json("_text", schema, _PERMISSIVE).alias("j"))
@@ -306,83 +331,227 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
 
 
 def partition_events(df: DataFrame, partitions: int | None = None) -> DataFrame:
-    """``df`` hash-partitioned by ``PARTITION_KEY`` (2 × the default parallelism)."""
-    n = partitions or max(2, 2 * df.sparkSession.sparkContext.defaultParallelism)
-    return df.repartition(n, *PARTITION_KEY)
+    """``df`` hash-partitioned by ``PARTITION_KEY`` into ``partitions`` (default: 2 × the
+    default parallelism)."""
+    return df.repartition(partitions or _default_partitions(df.sparkSession), *PARTITION_KEY)
+
+
+def _default_partitions(spark: SparkSession) -> int:
+    return max(2, 2 * spark.sparkContext.defaultParallelism)
+
+
+def _prefix_event(line: Column) -> Column:
+    """The ``event`` of a writer's line, from its first bytes (``{"seq":N,"ts_us":M,"event":"``
+    open every line), without parsing it: a fast filter, not a check."""
+    head = F.substring(line, 1, _PREFIX)
+    return F.substring_index(F.substring_index(head, '"event":"', -1), '"', 1)
+
+
+def _prefix_ts(line: Column) -> Column:
+    """The ``ts_us`` of a writer's line from its first bytes (null if it is not there)."""
+    head = F.substring(line, 1, _PREFIX)
+    return F.substring_index(F.substring_index(head, '"ts_us":', -1), ",", 1).try_cast("long")
+
+
+@dataclass(frozen=True)
+class FileAudit:
+    """One file as the text pass saw it: enough to tell a clean trace from a damaged one."""
+
+    trace: str
+    lines: int
+    #: Lines whose crc is missing or wrong.
+    bad: int
+    end_us: int | None
+    #: Text of line 1 when it looks like a writer's event (null otherwise).
+    first: str | None
+    has_end: bool
+
+    @property
+    def clean(self) -> bool:
+        """Every line is the writer's own (crc), line 1 is a schema-``SCHEMA_VERSION``
+        ``run_start`` and a ``run_end`` is there: nothing for the careful path to find."""
+        if self.bad or not self.has_end or self.first is None:
+            return False
+        try:
+            line1 = orjson.loads(self.first)
+        except orjson.JSONDecodeError:
+            return False
+        return (isinstance(line1, dict) and line1.get("event") == "run_start"
+                and str(line1.get("schema")) == str(SCHEMA_VERSION))
+
+
+@dataclass(frozen=True)
+class Audit:
+    """The text pass over every file: per-file facts, where each split starts, and the raw
+    side lines (``SIDE_EVENTS`` by their prefix, and line 1), persisted until parsed."""
+
+    files: list[FileAudit]
+    #: (trace, _block) → (lines in earlier splits of the file, first _rid of the split).
+    starts: dict[tuple[str, int], tuple[int, int]]
+    #: trace, _block, _rid, _raw of the side lines of every file. Persisted.
+    side: DataFrame
+
+
+def audit_text(text: DataFrame) -> Audit:
+    """Two passes over ``text`` (``read_text``), no JSON parsed: one aggregate per split
+    (lines, first ``_rid``, crc failures, largest ``ts_us``, a ``run_end`` seen: fixed-width
+    buffers only, so Spark hash-aggregates in generated code), and the side lines kept."""
+    line = F.col("_text")
+    event = _prefix_event(line)
+    per_split = text.select(
+        "trace", "_block", "_rid", (~_crc_ok(line)).cast("int").alias("_bad"),
+        _prefix_ts(line).alias("_ts"), (event == "run_end").alias("_end"),
+    ).groupBy("trace", "_block").agg(
+        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"), F.sum("_bad").alias("bad"),
+        F.max("_ts").alias("end_us"), F.coalesce(F.max("_end"), F.lit(False)).alias("has_end"),
+    ).collect()
+    side = (text.where(event.isin(*SIDE_EVENTS) | line.startswith('{"seq":0,'))
+            .select("trace", "_block", "_rid", line.alias("_raw")).persist(LEVEL))
+    heads = {(r["trace"], int(r["_block"]), int(r["_rid"])): r["_raw"] for r in
+             side.where(F.col("_raw").startswith('{"seq":0,')).collect()}
+    by_trace: dict[str, list[Row]] = {}
+    for r in per_split:
+        by_trace.setdefault(r["trace"], []).append(r)
+    files, starts = [], {}
+    for trace in sorted(by_trace):
+        blocks = sorted(by_trace[trace], key=lambda r: int(r["_block"]))
+        before = 0
+        for r in blocks:
+            starts[(trace, int(r["_block"]))] = (before, int(r["rid0"]))
+            before += int(r["n"])
+        ends = [int(r["end_us"]) for r in blocks if r["end_us"] is not None]
+        files.append(FileAudit(
+            trace=trace, lines=before, bad=sum(int(r["bad"]) for r in blocks),
+            end_us=max(ends) if ends else None,
+            first=heads.get((trace, int(blocks[0]["_block"]), int(blocks[0]["rid0"]))),
+            has_end=any(bool(r["has_end"]) for r in blocks)))
+    return Audit(files=files, starts=starts, side=side)
+
+
+def audit_side(audit: Audit, slow: Sequence[str]) -> DataFrame:
+    """The side lines of the files not in ``slow``: trace, _block, _rid, _raw."""
+    side = audit.side.where(~F.col("trace").isin(*slow)) if slow else audit.side
+    return side.where(_prefix_event(F.col("_raw")).isin(*SIDE_EVENTS))
+
+
+def read_hot(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """The ``HOT_EVENTS`` lines of clean ``files`` as ``EVENT_COLUMNS``, parsed by Spark's JSON
+    source (a byte-based parse, about twice as fast as ``from_json`` over text, with the
+    filter on ``event`` pushed into the parser: other lines are not parsed past it)."""
+    j = (spark.read.schema(_HOT_SCHEMA).json(list(files))
+         .where(F.col("event").isin(*HOT_EVENTS)))
+    is_hw = F.col("event") == "hw_update"
+    cols = {
+        "trace": _trace_id(F.col("_metadata.file_path")).alias("trace"),
+        "old_n": F.when(is_hw, F.col("old").try_cast("bigint")).alias("old_n"),
+        "new_n": F.when(is_hw, F.col("new").try_cast("bigint")).alias("new_n"),
+    }
+    return j.select(*[cols.get(c, F.col(c)) for c in EVENT_COLUMNS])
 
 
 def side_lines(rows: DataFrame) -> DataFrame:
-    """The ``SIDE_EVENTS`` rows of ``rows`` (with ``_raw``) parsed in full: ``trace``,
-    ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), ``TRACE_SCHEMA``.
-    Partitioning by ``PARTITION_KEY`` is kept (topic and partition come from ``rows``)."""
+    """The lines of ``rows`` (trace, _block, _rid, _raw: ``SIDE_EVENTS`` text) parsed in full:
+    ``trace``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), then
+    ``TRACE_SCHEMA``."""
     schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    parsed = rows.where(F.col("_raw").isNotNull()).select(
-        "trace", "topic", "partition", "_block", "_rid",
-        F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
+    parsed = rows.select("trace", "_block", "_rid",
+                         F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
     return parsed.select(
         "trace", "_block", "_rid", F.col("j._corrupt_record").isNotNull().alias("_bad"),
-        *[F.col(n) if n in ("topic", "partition") else F.col(f"j.{n}").alias(n)
-          for n in TRACE_SCHEMA.fieldNames()])
+        *[F.col(f"j.{n}").alias(n) for n in TRACE_SCHEMA.fieldNames()])
 
 
 def load_traces(
     spark: SparkSession, paths: Iterable[str], *, cache_dir: str | None = None,
-    partitions: int | None = None,
+    partitions: int | None = None, careful: bool = False,
 ) -> Loaded:
-    """Read traces: the good rows, persisted and partitioned by ``PARTITION_KEY``, the side
-    lines parsed in full, per-trace sizes, and every problem found (see the module notes)."""
+    """Read traces: the hot rows, persisted and partitioned by ``PARTITION_KEY``, the side
+    lines parsed in full, per-trace sizes, and every problem found (see the module notes).
+    ``careful``: every file takes the careful path (each line parsed on its own)."""
     files = expand_paths(paths)
-    cached = _cache_path(cache_dir, files)
-    keep = [*EVENT_COLUMNS, "_raw", "_block", "_rid"]
-    meta_path = cached.with_suffix(".meta.json") if cached is not None else None
-    if cached is not None and meta_path is not None and cached.exists() and meta_path.exists():
-        meta = orjson.loads(meta_path.read_bytes())
-        problems = [BadLine(**d) for d in meta["problems"]]
-        rows = partition_events(spark.read.parquet(str(cached)), partitions).persist(LEVEL)
-        return _loaded(spark, rows, problems, files, meta["traces"], check_side=False)
+    cached = _cache_path(cache_dir, files, careful=careful)
+    if cached is not None and (cached / _META).exists():
+        meta = orjson.loads((cached / _META).read_bytes())
+        kept = spark.read.parquet(str(cached / "side")).select(
+            "trace", F.lit(None).cast("long").alias("_block"),
+            F.lit(None).cast("long").alias("_rid"), F.lit(False).alias("_bad"),
+            *TRACE_SCHEMA.fieldNames())
+        return _loaded(spark, spark.read.parquet(str(cached / "events")), kept,
+                       [BadLine(**d) for d in meta["problems"]], files, meta["traces"],
+                       partitions=partitions)
 
-    flagged = partition_events(read_lines(spark, files), partitions).persist(LEVEL)
-    summary = _summarize(flagged)
-    problems = _file_problems(summary)
-    skipped = sorted({p.trace for p in problems if p.action == TRACE_SKIPPED})
-    if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
-        problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
-    good = flagged.where(F.col("_problem").isNull())
-    if skipped:
-        good = good.where(~F.col("trace").isin(*skipped))
-    sizes = [[r["trace"], int(r["good"]), r["end_us"]] for r in summary
-             if r["trace"] not in skipped]
-    loaded = _loaded(spark, good.select(*keep), problems, files, sizes, check_side=True,
-                     flagged=flagged)
-    if cached is None or meta_path is None:
-        return loaded
-    good.select(*keep).write.mode("overwrite").option("compression", "zstd").parquet(
-        str(cached))
-    meta_path.write_bytes(orjson.dumps(
-        {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
-    loaded.unpersist()
-    rows = partition_events(spark.read.parquet(str(cached)), partitions).persist(LEVEL)
-    return _loaded(spark, rows, loaded.problems, files, sizes, check_side=False)
+    audit = audit_text(read_text(spark, files))
+    clean = [] if careful else [a for a in audit.files if a.clean]
+    slow = sorted({a.trace for a in audit.files} - {a.trace for a in clean})
+    sizes: list[list[Any]] = [[a.trace, a.lines, a.end_us] for a in clean]
+    hot: DataFrame | None = read_hot(spark, [a.trace for a in clean]) if clean else None
+    side: DataFrame | None = audit_side(audit, slow) if clean else None
+    problems: list[BadLine] = []
+    flagged: DataFrame | None = None
+    if slow:
+        flagged = read_lines(spark, slow).persist(LEVEL)
+        summary = _summarize(flagged)
+        problems = _file_problems(summary)
+        skipped = sorted({p.trace for p in problems if p.action == TRACE_SKIPPED})
+        if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
+            problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
+        good = flagged.where(F.col("_problem").isNull() & ~F.col("trace").isin(*skipped))
+        slow_hot = good.where(F.col("event").isin(*HOT_EVENTS)).select(*EVENT_COLUMNS)
+        slow_side = good.where(F.col("_raw").isNotNull()).select("trace", "_block", "_rid",
+                                                                 "_raw")
+        hot = slow_hot if hot is None else hot.unionByName(slow_hot)
+        side = slow_side if side is None else side.unionByName(slow_side)
+        sizes += [[r["trace"], int(r["good"]), r["end_us"]] for r in summary
+                  if r["trace"] not in skipped]
+
+    def locate(bad: list[_Located]) -> list[BadLine]:
+        mine = [b for b in bad if b[0] not in slow]
+        rest = [b for b in bad if b[0] in slow]
+        return _number(audit.starts, mine) + (
+            _locate(flagged, rest) if flagged is not None else [])
+    if hot is None or side is None:  # every file was skipped: no rows, same columns
+        hot = spark.createDataFrame([], EVENT_SCHEMA)
+        side = spark.createDataFrame([], _SIDE_TEXT)
+    seen = {a.trace for a in audit.files}
+    problems += [BadLine(f, 1, "no line could be read (an empty or unreadable file); "
+                         "not an isrlab trace", action=TRACE_SKIPPED)
+                 for f in files if f not in seen and "://" not in f]
+    sizes.sort(key=lambda s: str(s[0]))
+    loaded = _loaded(spark, hot, side_lines(side), problems, files, sizes,
+                     partitions=partitions, locate=locate,
+                     extra=(audit.side, *([flagged] if flagged is not None else [])))
+    if cached is not None:
+        for name, df in (("events", loaded.events), ("side", loaded.side)):
+            df.write.mode("overwrite").option("compression", "zstd").parquet(str(cached / name))
+        (cached / _META).write_bytes(orjson.dumps(
+            {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
+    return loaded
 
 
-def _loaded(spark: SparkSession, rows: DataFrame, problems: list[BadLine], files: list[str],
-            sizes: list[list[Any]], *, check_side: bool,
-            flagged: DataFrame | None = None) -> Loaded:
-    """``Loaded`` around the persisted good ``rows``: parses and persists ``side``; with
-    ``check_side``, lines that do not fit ``TRACE_SCHEMA`` join the problems."""
-    side_all = side_lines(rows).persist(LEVEL)
-    if check_side:
-        wrong = (side_all.where("_bad").select("trace", "_block", "_rid").collect())
-        if wrong:
-            located = _locate(flagged if flagged is not None else rows,
-                              [(r["trace"], r["_block"], r["_rid"], _CORRUPT, "") for r in wrong])
-            problems = [*problems, *located]
+def _loaded(spark: SparkSession, hot: DataFrame, side: DataFrame, problems: list[BadLine],
+            files: list[str], sizes: list[list[Any]], *, partitions: int | None,
+            locate: Callable[[list[_Located]], list[BadLine]] | None = None,
+            extra: tuple[DataFrame, ...] = ()) -> Loaded:
+    """``Loaded`` around the ``hot`` rows (partitioned and persisted) and the parsed ``side``
+    lines (``side_lines``, persisted); with ``locate``, side lines that do not fit
+    ``TRACE_SCHEMA`` join the problems. ``extra``: DataFrames persisted for the load only,
+    freed once ``events`` and ``side`` are built (then, not lazily)."""
+    n = partitions or _default_partitions(spark)
+    events = partition_events(hot, n).persist(LEVEL)
+    side_all = partition_events(side, n).persist(LEVEL)
+    if locate is not None:
+        wrong = side_all.where("_bad").select("trace", "_block", "_rid").collect()
+        problems = [*problems, *locate([(r["trace"], r["_block"], r["_rid"], _CORRUPT, "")
+                                        for r in wrong])]
+    if extra:
+        events.count()
+        for df in extra:
+            df.unpersist()
     problems.sort(key=lambda b: (b.trace, b.line, b.action))
     side = side_all.where(~F.col("_bad")).drop("_block", "_rid", "_bad")
     traces = spark.createDataFrame([tuple(s) for s in sizes], TRACES_SCHEMA)
-    caches = tuple(df for df in (rows, side_all, flagged) if df is not None)
-    return Loaded(events=rows.select(*EVENT_COLUMNS), side=side, traces=traces,
-                  problems=problems, files=files, caches=caches)
+    return Loaded(events=events, side=side, traces=traces, problems=problems, files=files,
+                  caches=(events, side_all), partitions=n)
 
 
 def _summarize(flagged: DataFrame) -> list[Row]:
@@ -451,7 +620,7 @@ def _bad_lines(flagged: DataFrame) -> list[BadLine]:
                               r["_line"] or "") for r in bad_rows])
 
 
-def _locate(rows: DataFrame, bad: list[tuple[str, int, int, str, str]]) -> list[BadLine]:
+def _locate(rows: DataFrame, bad: list[_Located]) -> list[BadLine]:
     """``BadLine``s for (trace, _block, _rid, problem, text) of ``rows`` (every line of their
     files, in ``rows``), numbered by the rows in earlier splits plus the position in the split.
     """
@@ -461,28 +630,38 @@ def _locate(rows: DataFrame, bad: list[tuple[str, int, int, str, str]]) -> list[
         F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"))
     w = Window.partitionBy("trace").orderBy("_block").rowsBetween(
         Window.unboundedPreceding, -1)
-    before = {
+    starts = {
         (r["trace"], r["_block"]): (int(r["before"]), int(r["rid0"]))
         for r in splits.select("trace", "_block", "rid0",
                                F.coalesce(F.sum("n").over(w), F.lit(0)).alias("before")).collect()
     }
+    return _number(starts, bad)
+
+
+def _number(starts: dict[tuple[str, int], tuple[int, int]], bad: list[_Located]
+            ) -> list[BadLine]:
+    """``BadLine``s for ``bad``, given where each split starts: (trace, _block) → (lines in
+    earlier splits of the file, the split's first _rid)."""
     out = []
     for trace, block, rid, problem, text in bad:
-        n_before, rid0 = before[(trace, block)]
+        n_before, rid0 = starts[(trace, block)]
         out.append(BadLine(trace=trace, line=n_before + int(rid) - rid0 + 1, problem=problem,
                            text=text[:200]))
     return sorted(out, key=lambda b: (b.trace, b.line))
 
 
-def _cache_path(cache_dir: str | None, files: Sequence[str]) -> Path | None:
-    """``cache_dir/<digest>.parquet``, keyed by the local inputs' paths, sizes and mtimes."""
+def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = False
+                ) -> Path | None:
+    """``cache_dir/traces-<digest>/`` (``events/``, ``side/`` Parquet, ``meta.json``), keyed
+    by the local inputs' paths, sizes and mtimes."""
     if cache_dir is None:
         return None
     h = hashlib.sha256()
-    h.update(b"schema-v3\n")  # the cached columns: bump when TRACE_SCHEMA changes
+    h.update(b"schema-v4\n")  # the cached columns: bump when TRACE_SCHEMA changes
+    h.update(b"careful\n" if careful else b"")
     for f in files:
         p = Path(f)
         st = p.stat() if p.exists() else None
         h.update(f"{f}\0{st.st_size if st else -1}\0{st.st_mtime_ns if st else -1}\n".encode())
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    return Path(cache_dir) / f"events-{h.hexdigest()[:16]}.parquet"
+    return Path(cache_dir) / f"traces-{h.hexdigest()[:16]}"

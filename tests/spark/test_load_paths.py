@@ -1,0 +1,80 @@
+"""The two ways a trace is read (issue #6): the fast path for files whose every crc matches,
+line 1 is a schema-1 ``run_start`` and a ``run_end`` is there, and the careful path (each line
+parsed on its own) for every other file. They must load the same rows and report the same
+problems, at the same lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import Corpus
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.testing import assertDataFrameEqual
+from tracebuild import catalogue
+
+from spark_analysis.load import LINE_SKIPPED, TRACE_SKIPPED, load_traces
+from traces.integrity import seal
+
+pytestmark = pytest.mark.spark
+
+
+def _same_rows(a: DataFrame, b: DataFrame) -> None:
+    assert a.count() == b.count()
+    assert a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
+
+
+def test_fast_and_careful_paths_load_the_same_rows_from_the_whole_corpus(
+        spark: SparkSession, corpus: Corpus) -> None:
+    careful = load_traces(spark, [str(corpus.folder)], careful=True)
+    try:
+        fast = corpus.loaded
+        _same_rows(fast.events, careful.events)
+        _same_rows(fast.side, careful.side)
+        assertDataFrameEqual(fast.traces, careful.traces, checkRowOrder=False)
+        assert fast.problems == careful.problems
+    finally:
+        careful.unpersist()
+
+
+def _unsealed(raw: bytes) -> dict[str, object]:
+    event: dict[str, object] = orjson.loads(raw[: raw.rindex(b',"crc":')] + b"}")
+    return event
+
+
+def test_a_side_line_of_the_wrong_type_with_a_good_crc_is_named_by_file_and_line(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl.gz")
+    lines = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+    i = next(n for n, raw in enumerate(lines) if _unsealed(raw)["event"] == "leader_elected")
+    event = _unsealed(lines[i])
+    event["leader"] = "broker one"  # an int in the schema; the crc still matches the line
+    lines[i] = seal(orjson.dumps(event))
+    path.write_bytes(gzip.compress(b"".join(lines), mtime=0))
+    want = [(str(path.resolve()), i + 1, LINE_SKIPPED)]
+    for careful in (False, True):
+        loaded = load_traces(spark, [str(path)], careful=careful)
+        try:
+            assert [(p.trace, p.line, p.action) for p in loaded.problems] == want
+            assert "not a schema-1 JSON object" in loaded.problems[0].problem
+            assert loaded.side.where("event = 'leader_elected'").count() == sum(
+                1 for raw in lines if _unsealed(raw)["event"] == "leader_elected") - 1
+        finally:
+            loaded.unpersist()
+
+
+def test_an_empty_file_is_a_skipped_trace_not_silence(spark: SparkSession, tmp_path: Path
+                                                      ) -> None:
+    good = catalogue()["s8_unclean"].write(tmp_path / "good.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    loaded = load_traces(spark, [str(tmp_path)])
+    try:
+        assert [(p.trace, p.line, p.action) for p in loaded.problems] == [
+            (str(empty.resolve()), 1, TRACE_SKIPPED)]
+        assert [r["trace"] for r in loaded.traces.collect()] == [str(good.resolve())]
+    finally:
+        loaded.unpersist()
