@@ -4,7 +4,7 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
 
 * No master given and nothing in the environment chooses one (``SPARK_REMOTE``, a running
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
-  UI off, UTC session time zone, every listener on loopback, 2 GiB driver.
+  file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, 2 GiB driver.
 * ``--master local[...]`` → that master with the same profile.
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
@@ -33,6 +33,8 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
     n = cores if cores is not None else (os.cpu_count() or 2)
     return {
         "spark.sql.shuffle.partitions": str(2 * n),
+        # a few large .jsonl.gz (not splittable) would be read by fewer tasks than cores
+        "spark.sql.files.minPartitionNum": str(4 * n),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Corpus
+from conftest import Corpus, Run
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 from tracebuild import catalogue
 
-from spark_analysis.load import LINE_SKIPPED, TRACE_SKIPPED, load_traces
+from spark_analysis.load import LINE_SKIPPED, TRACE_SKIPPED, BadLine, load_traces
 from traces.integrity import seal
 
 pytestmark = pytest.mark.spark
@@ -78,3 +78,22 @@ def test_an_empty_file_is_a_skipped_trace_not_silence(spark: SparkSession, tmp_p
         assert [r["trace"] for r in loaded.traces.collect()] == [str(good.resolve())]
     finally:
         loaded.unpersist()
+
+
+def test_the_parquet_cache_gives_back_the_same_rows_and_problems(
+        spark: SparkSession, bad_run: Run, tmp_path: Path) -> None:
+    first = load_traces(spark, [str(bad_run.folder)], cache_dir=str(tmp_path))
+    (meta,) = tmp_path.glob("traces-*/meta.json")
+    saved = orjson.loads(meta.read_bytes())
+    assert [BadLine(**p) for p in saved["problems"]] == first.problems and first.problems
+    # a mark only the cache can carry: the second load must come from it
+    meta.write_bytes(orjson.dumps({**saved, "problems": saved["problems"][:1]}))
+    second = load_traces(spark, [str(bad_run.folder)], cache_dir=str(tmp_path))
+    try:
+        assert second.problems == first.problems[:1]
+        _same_rows(first.events, second.events)
+        _same_rows(first.side, second.side)
+        assertDataFrameEqual(first.traces, second.traces, checkRowOrder=False)
+    finally:
+        first.unpersist()
+        second.unpersist()
