@@ -1,8 +1,9 @@
 """Trace analytics with DataFrames: the checker's anomalies, and the campaign views around them.
 
-Input is ``load.Loaded``: ``events`` (every good line, narrow, hash-partitioned by
-K = (trace, topic, partition) and cached), ``side`` (the few run-level, leadership, ISR and
-``final_log`` lines parsed in full, cached) and ``traces`` (per-trace sizes). Keys are always
+Input is ``load.Loaded``: ``events`` (the bulk lines: sends, acks, consumes, HW updates,
+narrow, hash-partitioned by K = (trace, topic, partition) and cached), ``side`` (the few
+run-level, leadership, ISR and ``final_log`` lines parsed in full, partitioned the same way,
+cached) and ``traces`` (per-trace sizes). Keys are always
 led by ``trace``; orders are by ``seq`` (the trace's total order; many events share a
 ``ts_us``).
 
@@ -23,21 +24,23 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
   ``duplicate``, ``nonmonotonic_send`` and ``hw_regression_visible``;
 * order anomalies — ``order_findings``, **one pass** over ``hw_update`` and ``consume``: the
   running max of leader HWs by seq per K (``read_uncommitted``, and a leader going below the
-  exposed HW), ``lag`` of the HW per replica (``hw_regression_replica``), ``lag`` of the
-  offset per consumer chain split at each ``rebalance`` of its group
-  (``poll_skip``/``nonmonotonic_poll``). Only the rows that are findings are kept (persisted:
-  they also make the ``hw_regressions`` view);
+  exposed HW), then one window for two ``lag``s: of the HW per replica
+  (``hw_regression_replica``) and of the offset per consumer chain split at each
+  ``rebalance`` of its group (``poll_skip``/``nonmonotonic_poll``). Only the rows that are
+  findings are kept (persisted: they also make the ``hw_regressions`` view);
 * ``log_divergence`` — per (K, offset) over the final logs' records inside their replica's
   [lso, hw) (persisted: count and view);
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
   ``isr_transitions`` (shrinks/expands by ``array_except``) and ``isr_intervals`` (time per
   state), from ``side``.
 
-Performance shape: ``events`` is partitioned by K, every aggregate and window of the two
-passes is keyed by a superset of K, and the small tables (final source, rebalances) are
-broadcast, so neither pass exchanges the large rows; the rows of each pass are a few narrow
-columns of ``events``. No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
-its small result for every view that needs it.
+Performance shape: ``events`` and ``side`` are partitioned by K alike (a union of their
+rows keeps it), every aggregate and window of the two passes is keyed by a superset of K, and
+the small tables (final source, rebalances) are broadcast, so neither pass exchanges the
+large rows (``explain()`` shows no Exchange above the cached scans); the two record
+aggregates share one sort; the rows of each pass are a few narrow columns of ``events``. No
+Python UDFs anywhere. ``Analysis`` computes each pass once and keeps its small result for every
+view that needs it.
 
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
 under-replicated, top churning replicas, roll-ups by knob) are for reports and campaigns.

@@ -1,19 +1,37 @@
-"""Reading trace files: one pass over the JSON, every bad line and file accounted for.
+"""Reading trace files: every line's crc checked, every bad line and file accounted for.
 
-Shape. The JSON is parsed once, with a narrow explicit schema (``LINE_SCHEMA``: the fields the
-hot analyses read; inference is never used, STACK_NOTES §3.1), into a narrow row per line:
+Two paths. A text pass over every file (``audit_text``: no JSON parsed) checks the crc of
+each line, counts lines per split, finds line 1, the largest ``ts_us`` and whether a
+``run_end`` is there, and keeps the few side lines (by their ``{"seq":N,"ts_us":M,"event":``
+prefix). A file whose every crc matches, whose line 1 is a schema-``SCHEMA_VERSION``
+``run_start`` and which has its ``run_end`` is *clean*: its lines are the writer's own, and
+it takes the fast path. Any other file takes the careful path (``read_lines``), where each
+line is parsed on its own and each problem found and placed; ``careful=True`` (``isrlab
+analyze --careful``) sends every file there. ``tests/spark/test_load_paths.py`` holds the two
+paths to the same rows and problems.
 
-* ``events`` (``Loaded.events``): every good line of every analysed trace, hash-partitioned by
+* fast: the ``HOT_EVENTS`` lines are parsed by Spark's JSON source (``read_hot``: a byte
+  parse, with the filter on ``event`` pushed into the parser, about twice as fast as
+  ``from_json`` over text); the side lines kept by the text pass are parsed with
+  ``from_json``. It trusts a line whose crc matches to have the writer's types for the hot
+  fields; a side line of the wrong type is still found and placed.
+* careful: one ``from_json`` over every line (``LINE_SCHEMA``), the line's crc recomputed
+  with byte-based functions (``traces.integrity``: CRC-32 of the line without
+  ``,"crc":N``), a problem column, line numbers from ``_metadata.file_block_start`` and
+  ``monotonically_increasing_id()`` (``_locate``).
+
+What is kept (``Loaded``):
+
+* ``events``: the ``HOT_EVENTS`` lines (produce_send, produce_ack, consume, hw_update: the
+  only ones the record and order passes read) as ``EVENT_COLUMNS``, hash-partitioned by
   ``PARTITION_KEY`` = (trace, topic, partition) and kept in memory as columns
-  (``MEMORY_AND_DISK_DESER``). Only the four bulk event types (``HOT_EVENTS``: produce_send,
-  produce_ack, consume, hw_update) keep their fields; other lines keep trace, K, seq, ts_us and
-  event (they count as events), and the few lines the small analyses read (``SIDE_EVENTS``:
-  run_start, final_log, leadership, ISR, ...) keep their raw text in ``_raw``;
-* ``side`` (``Loaded.side``): those few lines parsed with the full ``TRACE_SCHEMA`` (the
-  scenario text, the final-log records...), persisted on their own: the big, rarely read
-  columns never travel with the bulk rows;
-* ``traces`` (``Loaded.traces``): per analysed trace, ``events`` (good lines) and ``end_us``
-  (the largest ``ts_us``), from the one aggregate that also finds the bad files.
+  (``MEMORY_AND_DISK_DESER``); ``leo_update`` (a fifth of a trace) and the rest are
+  counted, not kept;
+* ``side``: the ``SIDE_EVENTS`` lines (run_start, final_log, leadership, ISR, ...) parsed
+  with the full ``TRACE_SCHEMA``, partitioned the same way (so a union of rows of both
+  keeps the partitioning) and persisted on their own: the big, rarely read columns never
+  travel with the bulk rows;
+* ``traces``: per analysed trace, ``events`` (good lines) and ``end_us`` (largest ``ts_us``).
 
 ``old`` / ``new`` are integers in ``hw_update`` but broker lists in ``isr_change``: they are
 read as ``StringType`` (Spark keeps the raw JSON text of a non-string value in a string
@@ -21,13 +39,6 @@ column, ``"5"``, ``"[1,2]"``); ``events`` carries them as ``old_n``/``new_n`` (b
 ``hw_update``), ``side`` as text (``analyses`` parses the lists). ``scenario`` is kept as raw
 JSON text and parsed with a narrow schema where an analysis needs it (``SCENARIO_SCHEMA``);
 ``records`` (``[[offset, value, epoch], ...]``) is ``array<array<string>>``.
-
-Cost (measured, pyspark 4.3, 2 cores): reading the gzip text is the floor; the JSON parse is
-the largest part of the load, so it happens once, in one ``from_json``. The ``crc`` member is
-re-computed (``traces.integrity``: CRC-32 of the line without ``,"crc":N``) with byte-based
-functions only (the mark is looked for in the last bytes of the line; character-based
-``length``/``instr`` over the whole line cost more than the CRC itself). The trace id is the
-file path without its ``file:`` scheme, cut with ``substring`` (a regex per line costs more).
 
 Bad input, reported and never dropped silently (``Loaded.problems``, each naming the file and
 the 1-based line, ``str()`` = ``file:line: message``):
@@ -38,22 +49,19 @@ the 1-based line, ``str()`` = ``file:line: message``):
   still counts in ``traces.events``);
 * line 1 not a ``run_start`` (not an isrlab trace), or a ``schema`` other than
   ``traces.schema.SCHEMA_VERSION``: *trace skipped* (its lines are not analysed, and not
-  listed one by one: a foreign file would otherwise produce a line per line);
+  listed one by one: a foreign file would otherwise produce a line per line); a file with no
+  readable line at all is skipped the same way;
 * no ``run_end`` (the run was cut off, or a gzip stream ends early): *tail lost*, the lines
   read are analysed. Spark reads the files with ``ignoreCorruptFiles`` so that a truncated
   gzip keeps the lines before the break instead of failing the job; the driver then
   re-reads only such a file to say where the stream broke.
 
-Line numbers come from ``_metadata.file_block_start`` (which split of the file) and
-``monotonically_increasing_id()`` (consecutive within one task): the line of a row is the
-number of rows in earlier splits of its file plus its position in its split. That costs an
-aggregate over the cache, so it is computed only when there are bad lines.
-
 Inputs are files or folders (searched recursively for ``*.jsonl`` and ``*.jsonl.gz``); local
 paths are expanded on the driver (sorted, de-duplicated), URIs with a scheme (``hdfs://``,
 ``s3a://``) are handed to Spark with ``recursiveFileLookup``. ``cache_dir`` keeps a zstd
-Parquet copy of the good rows (and the problems and per-trace sizes, as JSON next to it) keyed
-by the inputs' names, sizes and mtimes, so a second analysis of the same files skips the JSON.
+Parquet copy of ``events`` and ``side`` (and the problems and per-trace sizes, as JSON next
+to them) keyed by the inputs' names, sizes and mtimes, so a second analysis of the same
+files skips the JSON.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
 
 * No master given and nothing in the environment chooses one (``SPARK_REMOTE``, a running
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
-  file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, 2 GiB driver.
+  file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, a
+  driver heap of a third of the machine's memory (2-8 GiB).
 * ``--master local[...]`` → that master with the same profile.
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
@@ -37,11 +38,22 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         "spark.sql.files.minPartitionNum": str(4 * n),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": "2g",
+        "spark.driver.memory": f"{driver_memory_gib()}g",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
     }
+
+
+def driver_memory_gib() -> int:
+    """The local driver's heap: a third of the machine's memory, between 2 and 8 GiB (the
+    events of a 10M-event campaign are about 2 GiB in memory; in local mode the driver is
+    the executor too)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
+        return 2
+    return max(2, min(8, total // 3 // (1 << 30)))
 
 
 def build_session(
