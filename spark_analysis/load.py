@@ -205,7 +205,8 @@ class BadLine:
 class Loaded:
     """The good rows of every analysed trace plus everything that was skipped, and why."""
 
-    #: Every good line (``EVENT_COLUMNS``), partitioned by ``PARTITION_KEY``, persisted.
+    #: The good ``HOT_EVENTS`` lines (``EVENT_COLUMNS``), partitioned by ``PARTITION_KEY``,
+    #: persisted.
     events: DataFrame
     #: The ``SIDE_EVENTS`` lines: ``trace`` + ``TRACE_SCHEMA``, same partitioning, persisted.
     side: DataFrame
