@@ -77,7 +77,7 @@ from typing import Any, Final
 
 import orjson
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -162,6 +162,8 @@ _CRC_TAIL: Final = 32
 #: The first characters of a line, where a writer's line has ``seq``, ``ts_us`` and ``event``.
 _PREFIX: Final = 64
 _META: Final = "meta.json"
+#: How a writer's line 1 opens (the line the audit keeps to check it is a run_start).
+_LINE1: Final = '{"seq":0,'
 _PATTERNS: Final = ("*.jsonl", "*.jsonl.gz")
 _PERMISSIVE: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
 _CORRUPT: Final = "not a schema-1 JSON object: the line is damaged"
@@ -414,23 +416,21 @@ def audit_text(text: DataFrame) -> Audit:
         F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"), F.sum("_bad").alias("bad"),
         F.max("_ts").alias("end_us"), F.coalesce(F.max("_end"), F.lit(False)).alias("has_end"),
     ).collect()
-    side = (text.where(event.isin(*SIDE_EVENTS) | line.startswith('{"seq":0,'))
+    side = (text.where(event.isin(*SIDE_EVENTS) | line.startswith(_LINE1))
             .select("trace", "_block", "_rid", line.alias("_raw")).persist(LEVEL))
     heads = {(r["trace"], int(r["_block"]), int(r["_rid"])): r["_raw"] for r in
-             side.where(F.col("_raw").startswith('{"seq":0,')).collect()}
+             side.where(F.col("_raw").startswith(_LINE1)).collect()}
+    starts = _split_starts(per_split)
     by_trace: dict[str, list[Row]] = {}
     for r in per_split:
         by_trace.setdefault(r["trace"], []).append(r)
-    files, starts = [], {}
+    files = []
     for trace in sorted(by_trace):
         blocks = sorted(by_trace[trace], key=lambda r: int(r["_block"]))
-        before = 0
-        for r in blocks:
-            starts[(trace, int(r["_block"]))] = (before, int(r["rid0"]))
-            before += int(r["n"])
         ends = [int(r["end_us"]) for r in blocks if r["end_us"] is not None]
         files.append(FileAudit(
-            trace=trace, lines=before, bad=sum(int(r["bad"]) for r in blocks),
+            trace=trace, lines=sum(int(r["n"]) for r in blocks),
+            bad=sum(int(r["bad"]) for r in blocks),
             end_us=max(ends) if ends else None,
             first=heads.get((trace, int(blocks[0]["_block"]), int(blocks[0]["rid0"]))),
             has_end=any(bool(r["has_end"]) for r in blocks)))
@@ -518,6 +518,7 @@ def load_traces(
         rest = [b for b in bad if b[0] in slow]
         return _number(audit.starts, mine) + (
             _locate(flagged, rest) if flagged is not None else [])
+
     if hot is None or side is None:  # every file was skipped: no rows, same columns
         hot = spark.createDataFrame([], EVENT_SCHEMA)
         side = spark.createDataFrame([], _SIDE_TEXT)
@@ -636,15 +637,20 @@ def _locate(rows: DataFrame, bad: list[_Located]) -> list[BadLine]:
     if not bad:
         return []
     splits = rows.groupBy("trace", "_block").agg(
-        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"))
-    w = Window.partitionBy("trace").orderBy("_block").rowsBetween(
-        Window.unboundedPreceding, -1)
-    starts = {
-        (r["trace"], r["_block"]): (int(r["before"]), int(r["rid0"]))
-        for r in splits.select("trace", "_block", "rid0",
-                               F.coalesce(F.sum("n").over(w), F.lit(0)).alias("before")).collect()
-    }
-    return _number(starts, bad)
+        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0")).collect()
+    return _number(_split_starts(splits), bad)
+
+
+def _split_starts(splits: Iterable[Row]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Where each split starts, from one row per split (trace, _block, n lines, rid0):
+    (trace, _block) → (lines in the earlier splits of its file, the split's first _rid)."""
+    out: dict[tuple[str, int], tuple[int, int]] = {}
+    before: dict[str, int] = {}
+    for r in sorted(splits, key=lambda r: (r["trace"], int(r["_block"]))):
+        n = before.get(r["trace"], 0)
+        out[(r["trace"], int(r["_block"]))] = (n, int(r["rid0"]))
+        before[r["trace"]] = n + int(r["n"])
+    return out
 
 
 def _number(starts: dict[tuple[str, int], tuple[int, int]], bad: list[_Located]
