@@ -10,7 +10,8 @@ events add up to at least that many.
 Each size runs in a fresh Python process (a new JVM: *cold*), which makes
 ``build_session("local[*]")`` and then times, with events/s:
 
-* ``cold json``: load (crc text pass, JSON parse, one shuffle, cache) + all analyses, first
+* ``cold json``: load (the native scan: crc and pyarrow parse in the Python workers, one
+  shuffle, cache) + all analyses, first
   pass;
 * ``warm json`` twice: the same again in the same session (caches dropped; the JVM's JIT
   keeps improving over the first passes, so both are shown);

@@ -142,27 +142,37 @@ def scenario_topics(side: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- final logs
 
 
-def final_replicas(side: DataFrame) -> DataFrame:
-    """Per replica with a ``final_log``: HW, LEO, logStartOffset and ``last_epoch`` (the
-    largest epoch of its records, -1 when none), max over its events."""
-    epochs = F.transform(F.filter("records", lambda r: F.size(r) >= 2),
-                         lambda r: F.try_element_at(r, F.lit(3)).try_cast("int"))
-    return (_valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
-            .groupBy(*K, "replica").agg(
-                F.max(F.coalesce("hw", F.lit(0))).alias("hw"),
-                F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
-                F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso"),
-                F.max(F.coalesce(F.array_max(epochs), F.lit(-1))).alias("last_epoch")))
+def _final_logs(side: DataFrame) -> DataFrame:
+    return _valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
 
 
-def final_records(side: DataFrame) -> DataFrame:
-    """Every ``[offset, value, epoch]`` of every ``final_log``: (K, replica, offset, value)."""
-    rec = (_valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
-           .select(*K, "replica", F.explode("records").alias("r"))
-           .where(F.size("r") >= 2))
+def final_replicas(side: DataFrame, *, epochs: bool = True) -> DataFrame:
+    """Per replica with a ``final_log``: HW, LEO, logStartOffset and (with ``epochs``)
+    ``last_epoch`` (the largest epoch of its records, -1 when none), max over its events."""
+    marks = [F.max(F.coalesce("hw", F.lit(0))).alias("hw"),
+             F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
+             F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso")]
+    if epochs:
+        last = F.transform(F.filter("records", lambda r: F.size(r) >= 2),
+                           lambda r: F.try_element_at(r, F.lit(3)).try_cast("int"))
+        marks.append(F.max(F.coalesce(F.array_max(last), F.lit(-1))).alias("last_epoch"))
+    return _final_logs(side).groupBy(*K, "replica").agg(*marks)
+
+
+def final_records(side: DataFrame, replicas: DataFrame | None = None) -> DataFrame:
+    """Every ``[offset, value, epoch]`` of every ``final_log``: (K, replica, offset, value,
+    then the columns of ``replicas``); with ``replicas`` (K, replica, ...: small, broadcast),
+    only the logs of those replicas, chosen before their records are exploded."""
+    logs = _final_logs(side).select(*K, "replica", "records")
+    extra: list[str] = []
+    if replicas is not None:
+        logs = logs.join(F.broadcast(replicas), [*K, "replica"])
+        extra = [c for c in replicas.columns if c not in (*K, "replica")]
+    rec = logs.select(*K, "replica", *extra, F.explode("records").alias("r")).where(
+        F.size("r") >= 2)
     return rec.select(
         *K, "replica", F.try_element_at("r", F.lit(1)).try_cast("bigint").alias("offset"),
-        F.coalesce(F.try_element_at("r", F.lit(2)), F.lit(MISSING)).alias("value"),
+        F.coalesce(F.try_element_at("r", F.lit(2)), F.lit(MISSING)).alias("value"), *extra,
     ).where(F.col("offset").isNotNull())
 
 
@@ -211,9 +221,9 @@ def final_source(side: DataFrame) -> DataFrame:
 def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:
     """The final committed log: (K, offset, value), source replica, lso <= offset < hw.
     (A value listed twice at one offset appears twice.)"""
-    src = F.broadcast(source.where(F.col("source").isNotNull()).select(
-        *K, F.col("source").alias("replica"), "src_hw", "src_lso"))
-    return (final_records(side).join(src, [*K, "replica"])
+    src = source.where(F.col("source").isNotNull()).select(
+        *K, F.col("source").alias("replica"), "src_hw", "src_lso")
+    return (final_records(side, src)
             .where((F.col("offset") >= F.col("src_lso")) & (F.col("offset") < F.col("src_hw")))
             .select(*K, "offset", "value"))
 
@@ -400,11 +410,10 @@ def log_divergence(side: DataFrame) -> DataFrame:
     the (broadcast, small) list of spans of the partition, and a covering replica without a
     record adds MISSING. Aggregates keyed by a superset of K: no exchange, no exploded ranges.
     """
-    reps = final_replicas(side).where(F.col("hw") > F.col("lso"))
+    reps = final_replicas(side, epochs=False).where(F.col("hw") > F.col("lso"))
     spans = F.broadcast(reps.groupBy(*K).agg(
         F.collect_list(F.struct("lso", "hw")).alias("_spans")))
-    recs = (final_records(side)
-            .join(F.broadcast(reps.select(*K, "replica", "lso", "hw")), [*K, "replica"])
+    recs = (final_records(side, reps.select(*K, "replica", "lso", "hw"))
             .where((F.col("offset") >= F.col("lso")) & (F.col("offset") < F.col("hw"))))
     per_offset = recs.groupBy(*K, "offset").agg(
         F.size(F.collect_set("replica")).alias("with_record"),

@@ -1,20 +1,25 @@
 """Reading trace files: every line's crc checked, every bad line and file accounted for.
 
-Two paths. A text pass over every file (``audit_text``: no JSON parsed) checks the crc of
-each line, counts lines per split, finds line 1, the largest ``ts_us`` and whether a
-``run_end`` is there, and keeps the few side lines (by their ``{"seq":N,"ts_us":M,"event":``
-prefix). A file whose every crc matches, whose line 1 is a schema-``SCHEMA_VERSION``
-``run_start`` and which has its ``run_end`` is *clean*: its lines are the writer's own, and
-it takes the fast path. Any other file takes the careful path (``read_lines``), where each
-line is parsed on its own and each problem found and placed; ``careful=True`` (``isrlab
-analyze --careful``) sends every file there. ``tests/spark/test_load_paths.py`` holds the two
-paths to the same rows and problems.
+Three paths, one result (``tests/spark/test_load_paths.py`` holds them to the same rows and
+problems). A file is *clean* when every crc matches, line 1 is a schema-``SCHEMA_VERSION``
+``run_start`` and its ``run_end`` is there (``scan.is_clean``): its lines are the writer's
+own, and it takes a fast path; any other file takes the careful path, where each line is
+parsed on its own and each problem found and placed. ``careful=True`` (``isrlab analyze
+--careful``) sends every file there.
 
-* fast: the ``HOT_EVENTS`` lines are parsed by Spark's JSON source (``read_hot``: a byte
-  parse, with the filter on ``event`` pushed into the parser, about twice as fast as
-  ``from_json`` over text); the side lines kept by the text pass are parsed with
-  ``from_json``. It trusts a line whose crc matches to have the writer's types for the hot
-  fields; a side line of the wrong type is still found and placed.
+* native (local files; ``native_scan``, ``scan.py``): each file is read once, in Spark's
+  Python workers (``mapInArrow``, one file per task): crcs checked, side lines kept as
+  text, hot lines parsed by pyarrow's JSON reader with the writer's types (a line of another
+  type makes the file not clean). The hot rows, side lines and per-file summaries come back
+  as one DataFrame, hash-partitioned and persisted: it *is* ``events`` (filtered to the hot
+  rows), so the load shuffles the bulk rows once and builds one cache.
+* JVM fast path (URIs, or ``native=False``): a text pass (``audit_text``: no JSON parsed)
+  checks the crc of each line, counts lines per split, finds line 1, the largest ``ts_us``
+  and whether a ``run_end`` is there, and keeps the side lines (by their
+  ``{"seq":N,"ts_us":M,"event":`` prefix); the hot lines of clean files are parsed by
+  Spark's JSON source (``read_hot``, the filter on ``event`` pushed into the parser), the
+  side lines with ``from_json``. It trusts a line whose crc matches to have the writer's
+  types for the hot fields; a side line of the wrong type is still found and placed.
 * careful: one ``from_json`` over every line (``LINE_SCHEMA``), the line's crc recomputed
   with byte-based functions (``traces.integrity``: CRC-32 of the line without
   ``,"crc":N``), a problem column, line numbers from ``_metadata.file_block_start`` and
@@ -71,7 +76,7 @@ import hashlib
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -81,6 +86,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark_analysis import scan
 from traces.schema import SCHEMA_VERSION
 
 _S, _L, _I = T.StringType(), T.LongType(), T.IntegerType()
@@ -174,6 +180,8 @@ TAIL_LOST: Final = "tail lost"
 #: The schema of ``Loaded.traces``.
 TRACES_SCHEMA: Final = "trace string, events long, end_us long"
 _SIDE_TEXT: Final = "trace string, _block long, _rid long, _raw string"
+#: At most this many tasks read the local files (a task reads its files one after another).
+_MAX_SCAN_TASKS: Final = 1000
 
 
 #: A line to number: (trace, _block, _rid, problem, text).
@@ -381,14 +389,7 @@ class FileAudit:
     def clean(self) -> bool:
         """Every line is the writer's own (crc), line 1 is a schema-``SCHEMA_VERSION``
         ``run_start`` and a ``run_end`` is there: nothing for the careful path to find."""
-        if self.bad or not self.has_end or self.first is None:
-            return False
-        try:
-            line1 = orjson.loads(self.first)
-        except orjson.JSONDecodeError:
-            return False
-        return (isinstance(line1, dict) and line1.get("event") == "run_start"
-                and str(line1.get("schema")) == str(SCHEMA_VERSION))
+        return scan.is_clean(self.bad, self.has_end, self.first)
 
 
 @dataclass(frozen=True)
@@ -472,11 +473,12 @@ def side_lines(rows: DataFrame) -> DataFrame:
 
 def load_traces(
     spark: SparkSession, paths: Iterable[str], *, cache_dir: str | None = None,
-    partitions: int | None = None, careful: bool = False,
+    partitions: int | None = None, careful: bool = False, native: bool = True,
 ) -> Loaded:
     """Read traces: the hot rows, persisted and partitioned by ``PARTITION_KEY``, the side
     lines parsed in full, per-trace sizes, and every problem found (see the module notes).
-    ``careful``: every file takes the careful path (each line parsed on its own)."""
+    ``careful``: every file takes the careful path (each line parsed on its own);
+    ``native=False``: local files take the JVM fast path too (as URIs do)."""
     files = expand_paths(paths)
     cached = _cache_path(cache_dir, files, careful=careful)
     if cached is not None and (cached / _META).exists():
@@ -489,12 +491,26 @@ def load_traces(
                        [BadLine(**d) for d in meta["problems"]], files, meta["traces"],
                        partitions=partitions)
 
-    audit = audit_text(read_text(spark, files))
-    clean = [] if careful else [a for a in audit.files if a.clean]
-    slow = sorted({a.trace for a in audit.files} - {a.trace for a in clean})
+    n = partitions or _default_partitions(spark)
+    local = [f for f in files if "://" not in f] if native and not careful else []
+    scanned, audits = native_scan(spark, local, n) if local else (None, [])
+    native_files = set(local)
+    rest = [f for f in files if f not in native_files]
+    audit = audit_text(read_text(spark, rest)) if rest else None
+    audits += audit.files if audit is not None else []
+    clean = [] if careful else [a for a in audits if a.clean]
+    slow = sorted({a.trace for a in audits} - {a.trace for a in clean})
     sizes: list[list[Any]] = [[a.trace, a.lines, a.end_us] for a in clean]
-    hot: DataFrame | None = read_hot(spark, [a.trace for a in clean]) if clean else None
-    side: DataFrame | None = audit_side(audit, slow) if clean else None
+    hots: list[DataFrame] = []
+    sides: list[DataFrame] = []
+    if scanned is not None:
+        sides.append(scanned.where(F.col("_kind") == scan.SIDE).select(
+            "trace", F.lit(0).cast("long").alias("_block"),
+            (F.col("_line") - 1).alias("_rid"), "_raw"))
+    uri_clean = [a.trace for a in clean if a.trace not in native_files]
+    if audit is not None and uri_clean:
+        hots.append(read_hot(spark, uri_clean))
+        sides.append(audit_side(audit, slow))
     problems: list[BadLine] = []
     flagged: DataFrame | None = None
     if slow:
@@ -505,31 +521,35 @@ def load_traces(
         if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
             problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
         good = flagged.where(F.col("_problem").isNull() & ~F.col("trace").isin(*skipped))
-        slow_hot = good.where(F.col("event").isin(*HOT_EVENTS)).select(*EVENT_COLUMNS)
-        slow_side = good.where(F.col("_raw").isNotNull()).select("trace", "_block", "_rid",
-                                                                 "_raw")
-        hot = slow_hot if hot is None else hot.unionByName(slow_hot)
-        side = slow_side if side is None else side.unionByName(slow_side)
+        hots.append(good.where(F.col("event").isin(*HOT_EVENTS)).select(*EVENT_COLUMNS))
+        sides.append(good.where(F.col("_raw").isNotNull()).select("trace", "_block", "_rid",
+                                                                  "_raw"))
         sizes += [[r["trace"], int(r["good"]), r["end_us"]] for r in summary
                   if r["trace"] not in skipped]
+    starts = {**(audit.starts if audit is not None else {}),
+              **{(a.trace, 0): (0, 0) for a in clean if a.trace in native_files}}
 
     def locate(bad: list[_Located]) -> list[BadLine]:
         mine = [b for b in bad if b[0] not in slow]
-        rest = [b for b in bad if b[0] in slow]
-        return _number(audit.starts, mine) + (
-            _locate(flagged, rest) if flagged is not None else [])
+        others = [b for b in bad if b[0] in slow]
+        return _number(starts, mine) + (
+            _locate(flagged, others) if flagged is not None else [])
 
-    if hot is None or side is None:  # every file was skipped: no rows, same columns
-        hot = spark.createDataFrame([], EVENT_SCHEMA)
-        side = spark.createDataFrame([], _SIDE_TEXT)
-    seen = {a.trace for a in audit.files}
+    seen = {a.trace for a in audits if a.lines}
     problems += [BadLine(f, 1, "no line could be read (an empty or unreadable file); "
                          "not an isrlab trace", action=TRACE_SKIPPED)
                  for f in files if f not in seen and "://" not in f]
     sizes.sort(key=lambda s: str(s[0]))
-    loaded = _loaded(spark, hot, side_lines(side), problems, files, sizes,
-                     partitions=partitions, locate=locate,
-                     extra=(audit.side, *([flagged] if flagged is not None else [])))
+    side = (_union(sides) if sides else spark.createDataFrame([], _SIDE_TEXT))
+    ready = (scanned.where(F.col("_kind") == scan.HOT).select(*EVENT_COLUMNS)
+             if scanned is not None else None)
+    if ready is None and not hots:  # every file was skipped: no rows, same columns
+        hots.append(spark.createDataFrame([], EVENT_SCHEMA))
+    loaded = _loaded(spark, _union(hots) if hots else None, side_lines(side), problems, files,
+                     sizes, partitions=n, locate=locate, ready=ready,
+                     extra=tuple(df for df in (audit.side if audit else None, flagged)
+                                 if df is not None),
+                     keep=(scanned,) if scanned is not None else ())
     if cached is not None:
         for name, df in (("events", loaded.events), ("side", loaded.side)):
             df.write.mode("overwrite").option("compression", "zstd").parquet(str(cached / name))
@@ -538,16 +558,64 @@ def load_traces(
     return loaded
 
 
-def _loaded(spark: SparkSession, hot: DataFrame, side: DataFrame, problems: list[BadLine],
-            files: list[str], sizes: list[list[Any]], *, partitions: int | None,
+def _union(dfs: Sequence[DataFrame]) -> DataFrame:
+    out = dfs[0]
+    for df in dfs[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def native_scan(spark: SparkSession, files: Sequence[str], partitions: int
+                ) -> tuple[DataFrame, list[FileAudit]]:
+    """The local ``files`` read by ``scan.scan_files`` in Spark's Python workers (one file per
+    task, largest first): the clean files' hot rows, side lines and every file's summary,
+    hash-partitioned by ``PARTITION_KEY`` and persisted; and a ``FileAudit`` per file (a file
+    pyarrow could not read as the writer's is not clean)."""
+    by_size = sorted(files, key=lambda f: (-_size(f), f))
+    paths = spark.createDataFrame([(f, f) for f in by_size], "path string, trace string")
+    rows = paths.repartition(max(1, min(len(files), _MAX_SCAN_TASKS))).mapInArrow(
+        scan.scan_files, scan.SCAN_DDL)
+    native = partition_events(rows, partitions).persist(LEVEL)
+    audits = []
+    for r in native.where(F.col("_kind") == scan.SUMMARY).select("trace", "_raw").collect():
+        facts = orjson.loads(r["_raw"])
+        audit = FileAudit(trace=r["trace"], lines=int(facts["lines"]), bad=int(facts["bad"]),
+                          end_us=facts["end_us"], first=facts["first"],
+                          has_end=bool(facts["has_end"]))
+        if not facts["ok"]:  # cut, or not of the writer's types: not clean
+            audit = replace(audit, first=None)
+        if audit.lines:  # a file without a line is reported by load_traces
+            audits.append(audit)
+    return native, sorted(audits, key=lambda a: a.trace)
+
+
+def _size(path: str) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
+def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
+            problems: list[BadLine], files: list[str], sizes: list[list[Any]], *,
+            partitions: int | None,
             locate: Callable[[list[_Located]], list[BadLine]] | None = None,
-            extra: tuple[DataFrame, ...] = ()) -> Loaded:
-    """``Loaded`` around the ``hot`` rows (partitioned and persisted) and the parsed ``side``
+            ready: DataFrame | None = None, extra: tuple[DataFrame, ...] = (),
+            keep: tuple[DataFrame, ...] = ()) -> Loaded:
+    """``Loaded`` around the ``hot`` rows (partitioned and persisted) plus the ``ready`` ones
+    (already partitioned alike and persisted: the native scan's) and the parsed ``side``
     lines (``side_lines``, persisted); with ``locate``, side lines that do not fit
     ``TRACE_SCHEMA`` join the problems. ``extra``: DataFrames persisted for the load only,
-    freed once ``events`` and ``side`` are built (then, not lazily)."""
+    freed once ``events`` and ``side`` are built (then, not lazily); ``keep``: persisted
+    DataFrames behind ``ready``, freed with the rest by ``Loaded.unpersist``."""
     n = partitions or _default_partitions(spark)
-    events = partition_events(hot, n).persist(LEVEL)
+    caches = list(keep)
+    events = ready
+    if hot is not None:
+        more = partition_events(hot, n).persist(LEVEL)
+        caches.append(more)
+        events = more if events is None else events.unionByName(more)
+    assert events is not None
     side_all = partition_events(side, n).persist(LEVEL)
     if locate is not None:
         wrong = side_all.where("_bad").select("trace", "_block", "_rid").collect()
@@ -561,7 +629,7 @@ def _loaded(spark: SparkSession, hot: DataFrame, side: DataFrame, problems: list
     side = side_all.where(~F.col("_bad")).drop("_block", "_rid", "_bad")
     traces = spark.createDataFrame([tuple(s) for s in sizes], TRACES_SCHEMA)
     return Loaded(events=events, side=side, traces=traces, problems=problems, files=files,
-                  caches=(events, side_all), partitions=n)
+                  caches=(*caches, side_all), partitions=n)
 
 
 def _summarize(flagged: DataFrame) -> list[Row]:

@@ -22,6 +22,7 @@ under Connect.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -79,6 +80,8 @@ def build_session(
     else:
         builder = builder.master(master or "local[*]")
         settings = local_profile()
+        # the Python workers (the native scan) run this interpreter, with its packages
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings.update(extra)
     for key, value in settings.items():
         builder = builder.config(key, value)

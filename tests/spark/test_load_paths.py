@@ -1,7 +1,8 @@
-"""The two ways a trace is read (issue #6): the fast path for files whose every crc matches,
-line 1 is a schema-1 ``run_start`` and a ``run_end`` is there, and the careful path (each line
-parsed on its own) for every other file. They must load the same rows and report the same
-problems, at the same lines.
+"""The ways a trace is read (issue #6): a fast path for files whose every crc matches, line 1
+is a schema-1 ``run_start`` and a ``run_end`` is there (the native scan for local files, the
+JVM's text and JSON sources for URIs), and the careful path (each line parsed on its own) for
+every other file. They must load the same rows and report the same problems, at the same
+lines.
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ def _same_rows(a: DataFrame, b: DataFrame) -> None:
     assert a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
 
 
-def test_fast_and_careful_paths_load_the_same_rows_from_the_whole_corpus(
-        spark: SparkSession, corpus: Corpus) -> None:
-    careful = load_traces(spark, [str(corpus.folder)], careful=True)
+@pytest.mark.parametrize("way", ["jvm", "careful"])
+def test_the_native_scan_and_the_other_paths_load_the_same_rows_from_the_whole_corpus(
+        spark: SparkSession, corpus: Corpus, way: str) -> None:
+    other = load_traces(spark, [str(corpus.folder)], careful=way == "careful",
+                        native=way != "jvm")
     try:
-        fast = corpus.loaded
-        _same_rows(fast.events, careful.events)
-        _same_rows(fast.side, careful.side)
-        assertDataFrameEqual(fast.traces, careful.traces, checkRowOrder=False)
-        assert fast.problems == careful.problems
+        native = corpus.loaded
+        _same_rows(native.events, other.events)
+        _same_rows(native.side, other.side)
+        assertDataFrameEqual(native.traces, other.traces, checkRowOrder=False)
+        assert native.problems == other.problems
     finally:
-        careful.unpersist()
+        other.unpersist()
 
 
 def _unsealed(raw: bytes) -> dict[str, object]:
@@ -55,8 +58,8 @@ def test_a_side_line_of_the_wrong_type_with_a_good_crc_is_named_by_file_and_line
     lines[i] = seal(orjson.dumps(event))
     path.write_bytes(gzip.compress(b"".join(lines), mtime=0))
     want = [(str(path.resolve()), i + 1, LINE_SKIPPED)]
-    for careful in (False, True):
-        loaded = load_traces(spark, [str(path)], careful=careful)
+    for careful, native in ((False, True), (False, False), (True, True)):
+        loaded = load_traces(spark, [str(path)], careful=careful, native=native)
         try:
             assert [(p.trace, p.line, p.action) for p in loaded.problems] == want
             assert "not a schema-1 JSON object" in loaded.problems[0].problem
@@ -64,6 +67,25 @@ def test_a_side_line_of_the_wrong_type_with_a_good_crc_is_named_by_file_and_line
                 1 for raw in lines if _unsealed(raw)["event"] == "leader_elected") - 1
         finally:
             loaded.unpersist()
+
+
+def test_a_hot_line_of_another_json_type_sends_its_file_to_the_careful_path(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    i = next(n for n, raw in enumerate(lines) if _unsealed(raw)["event"] == "produce_ack")
+    event = _unsealed(lines[i])
+    event["offset"] = str(event["offset"])  # a string where the writer writes a number
+    lines[i] = seal(orjson.dumps(event))
+    path.write_bytes(b"".join(lines))
+    native = load_traces(spark, [str(path)])
+    careful = load_traces(spark, [str(path)], careful=True)
+    try:
+        _same_rows(native.events, careful.events)
+        assert native.problems == careful.problems
+    finally:
+        native.unpersist()
+        careful.unpersist()
 
 
 def test_an_empty_file_is_a_skipped_trace_not_silence(spark: SparkSession, tmp_path: Path

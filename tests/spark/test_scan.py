@@ -1,0 +1,80 @@
+"""The native scan (``spark_analysis.scan``) on its own, without Spark: what a file yields.
+
+Its agreement with the JVM and careful paths over the whole corpus is in
+``test_load_paths.py``; these are the file-level rules behind it.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+from tracebuild import catalogue
+
+from spark_analysis.load import HOT_EVENTS, SIDE_EVENTS
+from spark_analysis.scan import HOT, SIDE, SUMMARY, read_lines, scan_file
+from traces.integrity import seal
+
+
+def _scan(path: Path) -> tuple[dict[str, object], pa.Table]:
+    batches = list(scan_file(str(path), str(path)))
+    table = pa.Table.from_batches(batches)
+    kinds = table.column("_kind").to_pylist()
+    summary = orjson.loads(table.column("_raw")[kinds.index(SUMMARY)].as_py())
+    return summary, table
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in read_lines(str(path))[0]]
+
+
+def test_a_clean_file_yields_its_hot_rows_its_side_lines_and_a_summary(tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl.gz")
+    events = _events(path)
+    summary, table = _scan(path)
+    kinds = table.column("_kind").to_pylist()
+    assert summary["lines"] == len(events) and summary["bad"] == 0 and summary["ok"]
+    assert summary["end_us"] == max(int(str(e["ts_us"])) for e in events)
+    hot = [e for e in events if e["event"] in HOT_EVENTS]
+    assert kinds.count(HOT) == len(hot)
+    assert [r for r, k in zip(table.column("seq").to_pylist(), kinds, strict=True)
+            if k == HOT] == [e["seq"] for e in hot]
+    side_lines = [n for n, e in enumerate(events, 1) if e["event"] in SIDE_EVENTS]
+    assert [n for n, k in zip(table.column("_line").to_pylist(), kinds, strict=True)
+            if k == SIDE] == side_lines
+
+
+def test_a_line_with_a_wrong_crc_makes_the_file_yield_its_summary_alone(tmp_path: Path
+                                                                       ) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"seq":3', b'"seq":4')
+    path.write_bytes(b"".join(lines))
+    summary, table = _scan(path)
+    assert summary["bad"] == 1 and table.num_rows == 1
+
+
+def test_a_hot_line_of_another_json_type_is_not_trusted(tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    i = next(n for n, raw in enumerate(lines) if b'"event":"produce_ack"' in raw)
+    event = orjson.loads(raw := lines[i][: lines[i].rindex(b',"crc":')] + b"}")
+    assert raw
+    event["partition"] = "zero"
+    lines[i] = seal(orjson.dumps(event))
+    path.write_bytes(b"".join(lines))
+    summary, table = _scan(path)
+    assert summary["bad"] == 0 and not summary["ok"] and table.num_rows == 1
+
+
+def test_a_cut_gzip_stream_gives_the_lines_before_the_break(tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl.gz")
+    whole = gzip.decompress(path.read_bytes()).splitlines()
+    path.write_bytes(path.read_bytes()[:-40])
+    lines, error = read_lines(str(path))
+    assert error is not None and 0 < len(lines) <= len(whole)
+    assert lines[:-1] == whole[: len(lines) - 1]
+    summary, table = _scan(path)
+    assert not summary["ok"] and table.num_rows == 1
