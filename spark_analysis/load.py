@@ -503,8 +503,11 @@ def load_traces(
     sizes: list[list[Any]] = [[a.trace, a.lines, a.end_us] for a in clean]
     hots: list[DataFrame] = []
     sides: list[DataFrame] = []
+    # a file the scan found not clean may have sent rows before it knew: they are dropped
+    unclean = sorted(native_files & set(slow))
+    wanted = ~F.col("trace").isin(*unclean) if unclean else F.lit(True)
     if scanned is not None:
-        sides.append(scanned.where(F.col("_kind") == scan.SIDE).select(
+        sides.append(scanned.where((F.col("_kind") == scan.SIDE) & wanted).select(
             "trace", F.lit(0).cast("long").alias("_block"),
             (F.col("_line") - 1).alias("_rid"), "_raw"))
     uri_clean = [a.trace for a in clean if a.trace not in native_files]
@@ -541,7 +544,7 @@ def load_traces(
                  for f in files if f not in seen and "://" not in f]
     sizes.sort(key=lambda s: str(s[0]))
     side = (_union(sides) if sides else spark.createDataFrame([], _SIDE_TEXT))
-    ready = (scanned.where(F.col("_kind") == scan.HOT).select(*EVENT_COLUMNS)
+    ready = (scanned.where((F.col("_kind") == scan.HOT) & wanted).select(*EVENT_COLUMNS)
              if scanned is not None else None)
     if ready is None and not hots:  # every file was skipped: no rows, same columns
         hots.append(spark.createDataFrame([], EVENT_SCHEMA))

@@ -11,12 +11,14 @@ files runs ``scan_files`` (``DataFrame.mapInArrow``); for each file it
   own types: a line of other types fails the file, which then goes to the careful path),
 * keeps the ``SIDE_EVENTS`` lines as text, with their line number.
 
-It yields Arrow batches of ``SCAN_SCHEMA``: the hot rows (``_kind`` 0), the side lines (1)
-and one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok).
-A file yields hot and side rows only if it is *clean* (``load.FileAudit.clean``: every crc
-matches, line 1 is a schema-1 ``run_start``, ``run_end`` present) and pyarrow read it; any
-other file yields its summary alone and ``load`` sends it to the careful path, which finds
-and places each problem. An unreadable or cut file is not clean either (``ok`` false).
+It yields Arrow batches of ``SCAN_SCHEMA`` as it reads, a block of lines at a time (a
+file's rows never all sit in memory): the hot rows (``_kind`` 0), the side lines (1), and
+last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok).
+Rows are sent while the file still looks *clean* (``is_clean``: every crc matches, line 1
+is a schema-1 ``run_start``, ``run_end`` present; and pyarrow read every hot line); ``load``
+sends a file whose summary is not clean to the careful path, which finds and places each
+problem, and drops the rows the scan sent for it before it knew. A cut or damaged gzip
+stream, or an unreadable file, is not clean either.
 
 Why: one pass over the bytes instead of three (the JVM path reads each file for the crc
 audit, again for the side lines, again for the JSON source), and pyarrow's reader parses the
@@ -26,7 +28,6 @@ cost (``bench/spark.py`` has the figures).
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator
 from typing import Any, Final
@@ -84,25 +85,55 @@ def is_clean(bad: int, has_end: bool, first: str | bytes | None) -> bool:
             and str(line1.get("schema")) == str(SCHEMA_VERSION))
 
 
-def read_lines(path: str) -> tuple[list[bytes], str | None]:
-    """The file's lines (gzip by its magic number) and what broke the read, if anything: a
-    cut or damaged gzip stream gives the lines before the break. OSError if unreadable."""
+#: Bytes read from a file at a time (a gzip block of this size is ≈ 10 × as much text).
+_BLOCK: Final = 1 << 22
+
+
+def iter_text(path: str, broke: list[str]) -> Iterator[bytes]:
+    """The file's bytes, decompressed if gzip (by its magic number, every member), a block
+    at a time. A damaged or cut gzip stream ends the bytes where it breaks and appends what
+    broke to ``broke``. OSError if the file cannot be read."""
     with open(path, "rb") as f:
-        data = f.read()
-    error = None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as exc:
-            error = str(exc) or type(exc).__name__
-            try:
-                data = zlib.decompressobj(wbits=31).decompress(data)
-            except zlib.error:
+        data = f.read(_BLOCK)
+        if data[:2] != b"\x1f\x8b":
+            while data:
+                yield data
+                data = f.read(_BLOCK)
+            return
+        d = zlib.decompressobj(wbits=31)
+        while data:
+            while data:
+                try:
+                    out = d.decompress(data)
+                except zlib.error as exc:
+                    broke.append(f"damaged ({exc})")
+                    return
+                if out:
+                    yield out
                 data = b""
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    return lines, error
+                if d.eof and d.unused_data:  # the next gzip member
+                    data, d = d.unused_data, zlib.decompressobj(wbits=31)
+            data = f.read(_BLOCK)
+        if not d.eof:
+            broke.append("cut off (truncated file)")
+
+
+def iter_lines(path: str, broke: list[str]) -> Iterator[list[bytes]]:
+    """The file's lines (without their newline), a block at a time (see ``iter_text``)."""
+    carry = b""
+    for block in iter_text(path, broke):
+        lines = (carry + block).split(b"\n")
+        carry = lines.pop()
+        yield lines
+    if carry:
+        yield [carry]
+
+
+def read_lines(path: str) -> tuple[list[bytes], str | None]:
+    """Every line of the file and what broke the read, if anything."""
+    broke: list[str] = []
+    lines = [ln for block in iter_lines(path, broke) for ln in block]
+    return lines, (broke[0] if broke else None)
 
 
 def _summary(trace: str, **facts: Any) -> pa.RecordBatch:
@@ -130,75 +161,85 @@ def _batch(trace: str, kind: int, line_no: list[int] | None, raw: list[str] | No
         schema=SCAN_SCHEMA)
 
 
+def _parse_hot(lines: list[bytes]) -> pa.Table:
+    """The hot lines as a table of the writer's types (ArrowInvalid on another type)."""
+    return pj.read_json(
+        pa.BufferReader(pa.py_buffer(b"\n".join(lines))),
+        read_options=pj.ReadOptions(use_threads=False, block_size=1 << 24),
+        parse_options=pj.ParseOptions(explicit_schema=_HOT_ARROW,
+                                      unexpected_field_behavior="ignore"))
+
+
 def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
-    """The batches of one file (see the module notes)."""
+    """The batches of one file, a block of lines at a time, then its summary (see the module
+    notes). Rows go out as they are read, so a file's rows never all sit in memory; a file
+    found not clean later (a bad crc further on, no ``run_end``) has rows out already, and
+    ``load`` drops every row of a file whose summary is not clean."""
+    broke: list[str] = []
+    crc32 = zlib.crc32
+    lines_n = bad = odd = 0
+    end_us = -1
+    has_end = False
+    first: bytes | None = None
+    error: str | None = None
     try:
-        lines, error = read_lines(path)
+        for block in iter_lines(path, broke):
+            hot: list[bytes] = []
+            side_no: list[int] = []
+            side: list[bytes] = []
+            for i, ln in enumerate(block, lines_n):
+                k = ln.rfind(_CRC_MARK, -32)
+                try:
+                    ok = (k > 0 and ln[-1] == 125
+                          and crc32(b"}", crc32(ln[:k])) == int(ln[k + 7:-1]))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    bad += 1
+                    continue
+                parts = ln.split(b'"', 8)
+                if len(parts) < 9 or parts[5] != b"event" or parts[3] != b"ts_us":
+                    odd += 1  # a crc-valid line of another shape: the careful path decides
+                    continue
+                try:
+                    ts = int(parts[4][1:-1])
+                except ValueError:
+                    ts = -1
+                if ts > end_us:
+                    end_us = ts
+                event = parts[7]
+                if event in _HOT:
+                    hot.append(ln)
+                elif event in _SIDE or i == 0:
+                    if event == b"run_end":
+                        has_end = True
+                    if i == 0:
+                        first = ln
+                    side_no.append(i + 1)
+                    side.append(ln)
+            lines_n += len(block)
+            if error is not None or bad or odd or not is_clean(0, True, first):
+                continue  # not clean whatever follows: nothing more to parse
+            try:
+                table = _parse_hot(hot) if hot else None
+                raw = [s.decode("utf-8") for s in side]
+            except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+                error = str(exc).splitlines()[0]
+                continue
+            if raw:
+                yield _batch(trace, SIDE, side_no, raw, len(raw))
+            # one batch per block the reader parsed (a few MB): a string column of a batch
+            # stays far below Arrow's 2 GiB, however large the trace
+            for chunk in table.to_batches() if table is not None else ():
+                yield _batch(trace, HOT, None, None, chunk.num_rows, chunk)
     except OSError as exc:  # unreadable: no line (load reports it as such)
         yield _summary(trace, lines=0, bad=0, end_us=None, first=None, has_end=False,
                        ok=False, error=str(exc))
         return
-    crc32 = zlib.crc32
-    bad = 0
-    end_us = -1
-    has_end = False
-    hot: list[bytes] = []
-    side_no: list[int] = []
-    odd = 0
-    side: list[bytes] = []
-    for i, ln in enumerate(lines):
-        k = ln.rfind(_CRC_MARK, -32)
-        try:
-            ok = k > 0 and ln[-1] == 125 and crc32(b"}", crc32(ln[:k])) == int(ln[k + 7:-1])
-        except ValueError:
-            ok = False
-        if not ok:
-            bad += 1
-            continue
-        parts = ln.split(b'"', 8)
-        if len(parts) < 9 or parts[5] != b"event" or parts[3] != b"ts_us":
-            odd += 1  # a crc-valid line of another shape: the careful path decides
-            continue
-        try:
-            ts = int(parts[4][1:-1])
-        except ValueError:
-            ts = -1
-        if ts > end_us:
-            end_us = ts
-        event = parts[7]
-        if event in _HOT:
-            hot.append(ln)
-        elif event in _SIDE or i == 0:
-            if event == b"run_end":
-                has_end = True
-            side_no.append(i + 1)
-            side.append(ln)
-    first = side[0] if side and side_no[0] == 1 else None
-    facts: dict[str, Any] = {
-        "lines": len(lines), "bad": bad, "end_us": end_us if end_us >= 0 else None,
-        "first": first.decode("utf-8", "replace") if first is not None else None,
-        "has_end": has_end, "ok": odd == 0 and error is None, "error": error}
-    table: pa.Table | None = None
-    if facts["ok"] and is_clean(bad, has_end, first):
-        try:
-            table = pj.read_json(
-                pa.BufferReader(pa.py_buffer(b"\n".join(hot))),
-                read_options=pj.ReadOptions(use_threads=False, block_size=1 << 24),
-                parse_options=pj.ParseOptions(explicit_schema=_HOT_ARROW,
-                                              unexpected_field_behavior="ignore"))
-            raw = [s.decode("utf-8") for s in side]
-        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-            facts.update(ok=False, error=str(exc).splitlines()[0])
-            table = None
-    if table is None:
-        yield _summary(trace, **facts)
-        return
-    yield _summary(trace, **facts)
-    yield _batch(trace, SIDE, side_no, list(raw), len(raw))
-    # one batch per block the reader parsed (a few MB each): a string column of one batch
-    # stays far below Arrow's 2 GiB, however large the trace
-    for chunk in table.to_batches():
-        yield _batch(trace, HOT, None, None, chunk.num_rows, chunk)
+    yield _summary(trace, lines=lines_n, bad=bad, end_us=end_us if end_us >= 0 else None,
+                   first=first.decode("utf-8", "replace") if first is not None else None,
+                   has_end=has_end, ok=not odd and not broke and error is None,
+                   error=error or (broke[0] if broke else None))
 
 
 def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
