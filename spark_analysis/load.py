@@ -97,11 +97,8 @@ PARTITION_KEY: Final = ("trace", "topic", "partition")
 #: every read), spilling to disk only if memory runs out.
 LEVEL: Final = StorageLevel.MEMORY_AND_DISK_DESER
 
-#: The bulk event types: the only ones whose fields ``events`` keeps.
-HOT_EVENTS: Final = ("hw_update", "consume", "produce_ack", "produce_send")
-#: The few lines the small analyses read, parsed in full into ``side``.
-SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partition_offline",
-                      "isr_change", "convergence", "rebalance", "final_log")
+#: The bulk event types (``events``) and the side lines (``side``): one list, the scan's.
+HOT_EVENTS, SIDE_EVENTS = scan.HOT_EVENTS, scan.SIDE_EVENTS
 
 #: The full flat trace row (the fields any analysis reads, in traces.schema order): ``side``.
 TRACE_SCHEMA = T.StructType(

@@ -37,13 +37,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from traces.integrity import CRC_MARK
 from traces.schema import SCHEMA_VERSION
 
-_HOT: Final = frozenset({b"hw_update", b"consume", b"produce_ack", b"produce_send"})
-_SIDE: Final = frozenset({b"run_start", b"run_end", b"fault", b"leader_elected",
-                          b"partition_offline", b"isr_change", b"convergence", b"rebalance",
-                          b"final_log"})
-_CRC_MARK: Final = b',"crc":'
+#: The bulk event types: the only ones whose fields ``load.Loaded.events`` keeps.
+HOT_EVENTS: Final = ("hw_update", "consume", "produce_ack", "produce_send")
+#: The few lines the small analyses read, parsed in full into ``load.Loaded.side``.
+SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partition_offline",
+                      "isr_change", "convergence", "rebalance", "final_log")
+_HOT: Final = frozenset(e.encode() for e in HOT_EVENTS)
+_SIDE: Final = frozenset(e.encode() for e in SIDE_EVENTS)
 #: The writer's types of the hot fields (pyarrow rejects a line of another JSON type).
 _HOT_ARROW: Final = pa.schema([
     ("seq", pa.int64()), ("ts_us", pa.int64()), ("event", pa.string()),
@@ -188,7 +191,7 @@ def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
             side_no: list[int] = []
             side: list[bytes] = []
             for i, ln in enumerate(block, lines_n):
-                k = ln.rfind(_CRC_MARK, -32)
+                k = ln.rfind(CRC_MARK, -32)
                 try:
                     ok = (k > 0 and ln[-1] == 125
                           and crc32(b"}", crc32(ln[:k])) == int(ln[k + 7:-1]))
