@@ -21,7 +21,9 @@ Each size runs in a fresh Python process (a new JVM: *cold*), which makes
 "All analyses" is what ``isrlab analyze --out`` computes: the anomaly table (every family),
 per-trace meta and the wide table, the roll-ups by knob, and the report views (HW
 regressions, ISR churn per minute, partition health, top churning replicas, log divergence),
-each collected or counted. ``--profile`` prints the seconds of each anomaly family.
+each collected or counted. ``--profile`` prints the seconds of each anomaly family. After
+each pass the driver JVM's JIT code cache (used, peak, reserved) is printed: a session that
+fills it loses its compiler and then dies (issue 24).
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
 
 def one_size(size: int, parquet: bool, profile: bool) -> None:
     """The measurements of one size, in this (fresh) process."""
-    from spark_analysis.session import build_session
+    from spark_analysis.session import build_session, code_cache
 
     traces = ensure_traces(size)
     files = [t for t, _ in traces]
@@ -143,7 +145,9 @@ def one_size(size: int, parquet: bool, profile: bool) -> None:
         t = time.perf_counter()
         n = all_analyses(spark, files, profile=profile, **kw)
         dt = time.perf_counter() - t
-        print(f"[{label}] {name:14s} {dt:7.1f} s  {n / dt:>10,.0f} events/s", flush=True)
+        cc = code_cache(spark)  # the JIT's code cache must not near its wall (issue 24)
+        print(f"[{label}] {name:14s} {dt:7.1f} s  {n / dt:>10,.0f} events/s   code cache "
+              f"{cc.used >> 20} MiB (peak {cc.peak >> 20} of {cc.reserved >> 20})", flush=True)
 
     timed("cold json")
     timed("warm json")

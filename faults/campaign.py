@@ -100,11 +100,6 @@ WORK: Final = "tmp"
 PROGRESS_EVERY_S: Final = 5.0
 #: How often the driver wakes up to refresh progress and look at the Ctrl-C flag.
 POLL_S: Final = 0.25
-#: For a local master: the JVM only schedules tasks, so the C1-only JIT and the serial GC
-#: (about half of Spark's start-up, STACK_NOTES §3.8).
-LOCAL_SPARK_CONF: Final = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-}
 #: Failing seeds listed with their reproduce command in the summary.
 SHOW_FAILURES: Final = 5
 
@@ -413,9 +408,14 @@ def _drive_spark(master: str, job: Job, seeds: Sequence[int],
     if master.startswith("local"):
         # local workers must run this interpreter (the venv), not whatever python3 is on PATH
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from spark_analysis.session import build_session
+    from pyspark.sql import SparkSession
 
-    conf = LOCAL_SPARK_CONF if master.startswith("local") else {}
+    from spark_analysis.session import QUICK_JVM_OPTIONS, build_session
+
+    # a local JVM only schedules tasks: the quick JIT and GC (with a code cache sized for it)
+    conf = ({"spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS}
+            if master.startswith("local") else {})
+    owned = SparkSession.getActiveSession() is None  # never stop a caller's session
     spark = build_session(master, app_name="isrlab-campaign", conf=conf)
     try:
         ctx = spark.sparkContext
@@ -430,7 +430,8 @@ def _drive_spark(master: str, job: Job, seeds: Sequence[int],
             tick()
         return not stop.hit
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
 
 
 # --------------------------------------------------------------------------- the campaign

@@ -13,10 +13,19 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
 
 A master hard-coded in code beats spark-submit's ``--master``, so code never sets one unless
 the user asked. With no master given, an already active session (a notebook, the test
-fixture) is returned as it is. ``conf`` adds or overrides settings (the test fixture passes
-the C1-JIT JVM options and a single shuffle partition). The analysis code uses DataFrames
-only — no RDDs, no ``sparkContext`` outside the guarded ``setLogLevel`` — so it runs unchanged
-under Connect.
+fixture) is returned as it is. ``conf`` adds or overrides settings (the test fixture and
+``campaign --spark`` pass ``QUICK_JVM_OPTIONS``).
+
+The JIT's code cache (issue 24). ``-XX:TieredStopAtLevel=1`` makes HotSpot size the code
+cache as for a non-tiered VM: 48 MiB instead of 240. Spark generates and loads classes for
+every query plan, so a long session fills 48 MiB; HotSpot then disables the compiler and,
+at the next adapter it needs, throws ``VirtualMachineError: Out of space in CodeCache for
+adapters``, which kills the session. ``QUICK_JVM_OPTIONS`` therefore sizes the cache
+explicitly. ``isrlab analyze``'s own session keeps the JVM's tiered default (240 MiB,
+segmented); ``code_cache`` reads the live figures so the bench can report the margin.
+
+The analysis code uses DataFrames only — no RDDs, no ``sparkContext`` outside the guarded
+``setLogLevel`` — so it runs unchanged under Connect.
 """
 
 from __future__ import annotations
@@ -24,10 +33,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+#: The code cache ``QUICK_JVM_OPTIONS`` reserves, MiB (the tiered default is 240). The test
+#: suite's C1-only session peaks far below it (the figure is printed after every test run).
+CODE_CACHE_MIB = 256
+
 APP_NAME = "isrlab-analyze"
+#: The C1-only JIT and the serial GC (about half of Spark's start-up and first-query time,
+#: STACK_NOTES §3.8) for JVMs that run each plan once or twice or mostly schedule tasks,
+#: with the code cache sized explicitly: without it C1-only mode reserves 48 MiB, which a
+#: long session fills (see the module note).
+QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+                     f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m")
 
 
 def local_profile(cores: int | None = None) -> dict[str, str]:
@@ -88,6 +108,32 @@ def build_session(
     spark = builder.getOrCreate()
     _quiet(spark)
     return spark
+
+
+@dataclass(frozen=True)
+class CodeCache:
+    """The live JIT code cache of a classic session's driver JVM, bytes (every code heap
+    added up: one heap when the cache is not segmented, three when it is)."""
+
+    used: int
+    peak: int
+    reserved: int
+
+
+def code_cache(spark: SparkSession) -> CodeCache:
+    """The driver JVM's code cache now (py4j: the JVM's memory pool beans). Classic sessions
+    only: a Connect session has no JVM here (raises)."""
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the documented py4j entry point
+    if jvm is None:
+        raise RuntimeError("this session has no driver JVM here (stopped, or Spark Connect)")
+    used = peak = reserved = 0
+    for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
+        name = str(pool.getName())
+        if name == "CodeCache" or name.startswith("CodeHeap"):
+            used += int(pool.getUsage().getUsed())
+            peak += int(pool.getPeakUsage().getUsed())
+            reserved += int(pool.getUsage().getMax())
+    return CodeCache(used, peak, reserved)
 
 
 def _chosen_by_environment() -> bool:

@@ -1,9 +1,13 @@
 """One SparkSession and one analysed corpus for the whole test run (STACK_NOTES §3.8).
 
 Session: ``local[2]`` (both cores: the corpus is ~1.5M events), UI off, UTC, loopback, and
-the C1-only JIT with the serial GC (about half of the start-up and first-query time; the
-test JVM runs each plan once or twice, so the slower peak code does not pay back). Every test
-in this folder is marked ``spark``; run them with ``pytest tests/spark`` or skip them with
+``session.QUICK_JVM_OPTIONS``: the C1-only JIT with the serial GC (about half of the start-up
+and first-query time; the test JVM runs each plan once or twice, so the slower peak code does
+not pay back) and a code cache sized explicitly (C1-only mode would reserve 48 MiB, which the
+suite could fill: issue 24; ``test_session.py`` asserts the live JVM's value). The JVM writes
+to its own log and is watched after every test that uses it (``jvmwatch``): a dead or failing
+JVM is one error quoting its reason, and the later Spark tests are skipped. Every test in this
+folder is marked ``spark``; run them with ``pytest tests/spark`` or skip them with
 ``-m "not spark"``.
 
 Corpus (``corpus`` fixture): traces the emulator writes during the test session into a
@@ -37,6 +41,7 @@ from typing import Any
 
 import orjson
 import pytest
+from jvmwatch import MIB, JvmWatch, guard
 from pyspark.sql import DataFrame, SparkSession
 from tracebuild import Trace, catalogue
 
@@ -45,7 +50,7 @@ from faults.campaign import Job, run_seed
 from spark_analysis import analyses as A
 from spark_analysis.cli import main
 from spark_analysis.load import Loaded, load_traces
-from spark_analysis.session import build_session
+from spark_analysis.session import QUICK_JVM_OPTIONS
 from traces.checker import check_file
 from traces.integrity import seal
 
@@ -53,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
 }
 NEMESES = '["kill","power_loss","partition","pause","isolate_leader","delay","drop"]'
 SHORT = ["duration_s=4", "heal_s=20", f"faults.nemesis={NEMESES}", "faults.interval_s=1.5",
@@ -110,14 +115,41 @@ def _start_generation(folder: Path) -> None:
     _generation.update(pool=pool, futures=futures, t0=time.perf_counter(), folder=folder)
 
 
+_watch: list[JvmWatch] = []
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+def jvm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JvmWatch]:
+    """The one test JVM, its output in ``<pytest's temp root>/spark-jvm.log``."""
+    log = tmp_path_factory.getbasetemp() / "spark-jvm.log"
+    watch = JvmWatch.start(log, app_name="isrlab-tests", conf=TEST_CONF)
+    _watch.append(watch)
+    yield watch
+    watch.stop()  # reads the code cache a last time (the summary line) unless the JVM is dead
+
+
+@pytest.fixture(scope="session")
+def spark(jvm: JvmWatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     _start_generation(tmp_path_factory.mktemp("corpus"))
-    session = build_session("local[2]", app_name="isrlab-tests", conf=TEST_CONF)
-    yield session
-    session.stop()
+    yield jvm.spark
     if _generation:
         _generation["pool"].shutdown(cancel_futures=True)
+
+
+@pytest.fixture(autouse=True)
+def _jvm_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used the session: is the JVM still healthy? (``jvmwatch``)."""
+    yield from guard(request)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line on the test JVM: its code cache's peak against what is reserved, its log."""
+    for watch in _watch:
+        cc = watch.last
+        figure = (f"code cache peak {cc.peak / MIB:.0f} MiB of {cc.reserved / MIB:.0f} MiB"
+                  if cc is not None else "code cache not read")
+        state = f"died: {watch.death}" if watch.death else "healthy"
+        terminalreporter.write_line(f"Spark test JVM: {state}; {figure}; log {watch.log}")
 
 
 @pytest.fixture(scope="session")

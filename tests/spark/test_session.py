@@ -1,0 +1,123 @@
+"""The test JVM itself (issue 24): the options that keep its JIT code cache from filling, and
+the watch that turns a dead session into one clear error instead of a cascade."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from jvmwatch import MIB, exit_words, fatal_line
+from pyspark.sql import SparkSession
+
+from spark_analysis.session import CODE_CACHE_MIB, code_cache
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _vm_option(spark: SparkSession, name: str) -> str:
+    jvm = spark.sparkContext._jvm  # noqa: SLF001
+    bean_class = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(bean_class)
+    return str(bean.getVMOption(name).getValue())
+
+
+def test_the_test_jvm_runs_the_c1_only_jit_with_an_explicitly_sized_code_cache(
+        spark: SparkSession) -> None:
+    """C1-only mode alone reserves 48 MiB of code cache, which a long session fills (the JIT
+    stops, then ``Out of space in CodeCache for adapters`` kills the session). The live
+    JVM must run C1 only *and* reserve ``CODE_CACHE_MIB``: both read back from HotSpot."""
+    assert _vm_option(spark, "TieredStopAtLevel") == "1"
+    assert _vm_option(spark, "UseSerialGC") == "true"
+    assert int(_vm_option(spark, "ReservedCodeCacheSize")) == CODE_CACHE_MIB * MIB
+    assert CODE_CACHE_MIB * MIB > 4 * 48 * MIB
+    cc = code_cache(spark)
+    assert cc.reserved == CODE_CACHE_MIB * MIB
+    assert 0 < cc.used <= cc.peak < cc.reserved
+
+
+def test_the_watch_recognises_hotspots_words_for_a_full_code_cache() -> None:
+    """The lines HotSpot printed when the suite's session died (issue 24) are fatal marks;
+    ordinary start-up chatter is not."""
+    log = textwrap.dedent("""\
+        WARNING: Using incubator modules: jdk.incubator.vector
+        Setting default log level to "WARN".
+        [warning][codecache] CodeCache is full. Compiler has been disabled.
+        java.lang.VirtualMachineError: Out of space in CodeCache for adapters
+        """)
+    assert fatal_line(log) == "[warning][codecache] CodeCache is full. Compiler has been disabled."
+    assert fatal_line("Setting default log level to \"WARN\".\n") is None
+    assert exit_words(-9) == "killed by signal 9 (SIGKILL)"
+    assert exit_words(134) == "exited with status 134"
+
+
+CONFTEST = '''
+from collections.abc import Iterator
+import pytest
+from jvmwatch import JvmWatch, guard
+from spark_analysis.session import QUICK_JVM_OPTIONS
+
+@pytest.fixture(scope="session")
+def jvm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JvmWatch]:
+    watch = JvmWatch.start(tmp_path_factory.getbasetemp() / "jvm.log", app_name="watch-test",
+                           conf={"spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+                                 "spark.ui.enabled": "false"})
+    yield watch
+    watch.stop()
+
+@pytest.fixture
+def spark(jvm: JvmWatch):
+    return jvm.spark
+
+@pytest.fixture(autouse=True)
+def _guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield from guard(request)
+'''
+TESTS = '''
+import os, signal, time
+
+def test_1_works(spark):
+    assert spark.range(3).count() == 3
+
+def test_2_kills_the_jvm(spark, jvm):
+    os.kill(jvm.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while jvm.spark.sparkContext._gateway.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+def test_3_needs_spark(spark):
+    assert spark.range(1).count() == 1
+
+def test_4_needs_spark_too(spark):
+    assert spark.range(1).count() == 1
+
+def test_5_needs_no_spark():
+    assert True
+'''
+
+
+def test_a_killed_jvm_is_one_error_naming_its_reason_and_later_spark_tests_are_skipped(
+        tmp_path: Path) -> None:
+    """A pytest run of its own (its own JVM): the JVM is killed during the second test. The
+    run reports that once, as an error quoting the reason and the JVM's log; the two later
+    Spark tests are skipped (pointing at that error) rather than failing with py4j noise;
+    the test that needs no Spark still runs; the run is red."""
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_watch.py").write_text(TESTS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests/spark")]),
+           "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider",
+         "--basetemp", str(tmp_path / "base"), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "3 passed, 2 skipped, 1 error" in out, out
+    assert "ERROR at teardown of test_2_kills_the_jvm" in out, out
+    assert out.count("the Spark JVM is gone: killed by signal 9 (SIGKILL) (JVM log: ") == 1, out
+    assert out.count("the Spark session died during test_watch.py::test_2_kills_the_jvm") == 2
+    assert "Py4J" not in out and "Traceback" not in out, out
