@@ -44,6 +44,13 @@ class Rules:
     leso_check: bool                # KAFKA-7128
     skip_diverging_fetch_state: bool  # KAFKA-13141 fixed
     truncate_before_hw: bool        # KAFKA-14704 fixed
+    alter_partition_errors: str     # how a leader takes an ISR update's error: "zk" (the
+                                    # conditional ZooKeeper write failed: ISR unchanged),
+                                    # "2.7" (AlterIsr: stay pending or retry), "3.3"
+                                    # (+ INELIGIBLE_REPLICA resets to the committed ISR)
+    epoch_cache_kafka7415: bool     # 2.1+: LeaderEpochFileCache.assign takes an older epoch
+                                    # (dropping the entries it conflicts with) and
+                                    # endOffsetFor below the first epoch answers its start
     broker_epoch_check: bool        # KIP-903: AlterPartition validates broker epochs
     elr: bool                       # KIP-966
     unclean_shutdown_detection: bool  # KAFKA-15586
@@ -60,6 +67,7 @@ _BASE = Rules(
     era="4.1", hw_over_isr_only=False, hw_counts_caught_up=True, maximal_isr=True,
     isr_eligibility=True, strict_min_isr=True, truncation="fetch", epoch_fencing=True,
     leso_check=True, skip_diverging_fetch_state=True, truncate_before_hw=True,
+    epoch_cache_kafka7415=True, alter_partition_errors="3.3",
     broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
     unclean_default=False, lag_time_default_ms=30000, fence_on_reregistration=True,
 )
@@ -69,25 +77,33 @@ _ERA_RULES: Final = {
     "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False),
     "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
-                   skip_diverging_fetch_state=False, truncate_before_hw=False),
-    "2.1": replace(_BASE, era="2.1", fence_on_reregistration=False, elr=False,
+                   skip_diverging_fetch_state=False, truncate_before_hw=False,
+                   alter_partition_errors="2.7"),
+    "2.1": replace(_BASE, era="2.1", alter_partition_errors="zk",
+                   fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "2.0": replace(_BASE, era="2.0", fence_on_reregistration=False, elr=False,
+    "2.0": replace(_BASE, era="2.0", alter_partition_errors="zk",
+                   epoch_cache_kafka7415=False,
+                   fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", epoch_fencing=False,
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.11": replace(_BASE, era="0.11", fence_on_reregistration=False, elr=False,
+    "0.11": replace(_BASE, era="0.11", alter_partition_errors="zk",
+                    epoch_cache_kafka7415=False,
+                    fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,
                     isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                     maximal_isr=False, truncation="kip101", epoch_fencing=False,
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.10": replace(_BASE, era="0.10", fence_on_reregistration=False, elr=False,
+    "0.10": replace(_BASE, era="0.10", alter_partition_errors="zk",
+                    epoch_cache_kafka7415=False,
+                    fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,
                     isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                     maximal_isr=False, truncation="hw", epoch_fencing=False,

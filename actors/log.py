@@ -39,43 +39,87 @@ class Segment:
 
 
 class LeaderEpochCache:
-    """epoch -> start offset of the first record of that epoch (sorted, monotonic)."""
+    """epoch -> start offset of the first record of that epoch (sorted, monotonic), and the
+    ``leader-epoch-checkpoint`` file behind it.
 
-    __slots__ = ("entries",)
+    Two generations of Kafka's ``LeaderEpochFileCache``, chosen by ``kafka7415``:
 
-    def __init__(self, entries: list[tuple[int, int]] | None = None) -> None:
+    * 0.11-2.0 (``kafka7415=False``; tags 0.11.0.0, 2.0.0): ``assign`` takes an entry only
+      when its epoch is above the latest *and* its start offset is not below the latest's;
+      anything else is refused (logged, the cache unchanged). ``endOffsetFor`` of an epoch
+      below the first cached one is undefined (the follower falls back to its HW).
+    * 2.1+ (``kafka7415=True``; KAFKA-7415, commit f2dd6aa2698): ``assign`` takes any entry
+      that differs from the latest in epoch, or has the latest's epoch and a smaller start
+      offset, after dropping every entry it conflicts with (``epoch >= new.epoch ||
+      startOffset >= new.startOffset``): "we assume that the latest append is always
+      accurate". ``endOffsetFor`` of an epoch below the first answers (that epoch, the first
+      entry's start offset).
+
+    Every change is written to the checkpoint (``checkpoint``) at once: Kafka writes it in
+    ``assign`` synchronously and, since 3.6 (KAFKA-15046), after a truncation in a flush it
+    schedules at once; isrlab does not model the gap (docs/fidelity.md).
+    """
+
+    __slots__ = ("checkpoint", "entries", "kafka7415")
+
+    def __init__(self, entries: list[tuple[int, int]] | None = None, *,
+                 kafka7415: bool = True) -> None:
         self.entries: list[tuple[int, int]] = list(entries or [])
+        self.kafka7415 = kafka7415
+        #: the leader-epoch-checkpoint file: what survives a power loss
+        self.checkpoint: list[tuple[int, int]] = list(self.entries)
+
+    def _write(self) -> None:
+        self.checkpoint = list(self.entries)
+
+    def reload(self) -> None:
+        """A restart reads the cache back from its checkpoint file."""
+        self.entries = list(self.checkpoint)
 
     def latest_epoch(self) -> int:
         return self.entries[-1][0] if self.entries else UNDEFINED
 
+    def latest_entry(self) -> tuple[int, int] | None:
+        return self.entries[-1] if self.entries else None
+
     def assign(self, epoch: int, start_offset: int) -> bool:
-        """``LeaderEpochFileCache.assign``: drop entries that would break monotonicity."""
-        if self.entries:
-            last_epoch, last_start = self.entries[-1]
-            if epoch == last_epoch and start_offset >= last_start:
-                return False
-            if epoch < last_epoch and start_offset >= last_start:
-                return False   # an older epoch never moves past a newer one
-        self.entries = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
+        """``LeaderEpochFileCache.assign`` of the cache's generation; True when it changed."""
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        last = self.entries[-1] if self.entries else None
+        if not self.kafka7415:
+            if last is not None and (epoch <= last[0] or start_offset < last[1]):
+                return False   # 0.11-2.0: "once the epoch is assigned it cannot be reassigned"
+            self.entries.append((epoch, start_offset))
+            self._write()
+            return True
+        if last is not None and epoch == last[0] and start_offset >= last[1]:
+            return False       # isUpdateNeeded
+        while self.entries and (self.entries[-1][0] >= epoch
+                                or self.entries[-1][1] >= start_offset):
+            self.entries.pop()   # maybeTruncateNonMonotonicEntries
         self.entries.append((epoch, start_offset))
+        self._write()
         return True
 
     def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
-        """(epoch, end offset) as ``LeaderEpochFileCache.endOffsetFor``."""
+        """(epoch, end offset) as ``LeaderEpochFileCache.endOffsetFor``: the largest cached
+        epoch <= ``requested`` and the start offset of the first epoch above it (the LEO for
+        the latest epoch); (-1, -1) when undefined."""
         if requested == UNDEFINED or not self.entries:
             return (UNDEFINED, UNDEFINED)
         if requested == self.entries[-1][0]:
             return (requested, log_end_offset)
         higher = next(((e, s) for e, s in self.entries if e > requested), None)
         if higher is None:
-            return (UNDEFINED, UNDEFINED)
+            return (UNDEFINED, UNDEFINED)   # above every cached epoch
         floor = None
         for e, s in self.entries:
             if e <= requested:
                 floor = (e, s)
         if floor is None:
-            return (requested, higher[1])
+            # below the first cached epoch
+            return (requested, higher[1]) if self.kafka7415 else (UNDEFINED, UNDEFINED)
         return (floor[0], higher[1])
 
     def start_offset_of(self, epoch: int) -> int:
@@ -85,16 +129,32 @@ class LeaderEpochCache:
         return UNDEFINED
 
     def truncate_from_end(self, end_offset: int) -> None:
+        """``truncateFromEnd``: drop the entries starting at or after ``end_offset``; a
+        negative offset changes nothing."""
+        if end_offset < 0 or not self.entries or self.entries[-1][1] < end_offset:
+            return
         self.entries = [(e, s) for e, s in self.entries if s < end_offset]
+        self._write()
 
     def truncate_from_start(self, start_offset: int) -> None:
+        """``truncateFromStart``: the entries starting at or before ``start_offset`` give
+        way to one, the latest of them, moved to ``start_offset``."""
+        if not self.entries or self.entries[0][1] > start_offset:
+            return
         kept: list[tuple[int, int]] = []
         for e, s in self.entries:
             if s <= start_offset:
                 kept = [(e, start_offset)]
             else:
                 kept.append((e, s))
-        self.entries = kept
+        if kept != self.entries:
+            self.entries = kept
+            self._write()
+
+    def clear(self) -> None:
+        """``clearAndFlush``: no entries, in memory and in the checkpoint."""
+        self.entries = []
+        self._write()
 
 
 @dataclass(slots=True)
@@ -110,7 +170,6 @@ class PartitionLog:
     epochs: LeaderEpochCache = field(default_factory=LeaderEpochCache)
     # checkpoint files (fsynced when written)
     hw_checkpoint: int = 0
-    epoch_checkpoint: list[tuple[int, int]] = field(default_factory=list)
     log_start_checkpoint: int = 0
     unflushed_messages: int = 0
     last_flush_ms: int = 0
@@ -143,6 +202,11 @@ class PartitionLog:
             return self.records[i]
         return None
 
+    @property
+    def epoch_checkpoint(self) -> list[tuple[int, int]]:
+        """The leader-epoch-checkpoint file as last written."""
+        return self.epochs.checkpoint
+
     def last_epoch(self) -> int:
         return self.records[-1][2] if self.records else self.epochs.latest_epoch()
 
@@ -161,7 +225,10 @@ class PartitionLog:
         seg.size += size
         if rec[3] > seg.largest_timestamp:
             seg.largest_timestamp = rec[3]
-        if self.epochs.latest_epoch() < rec[2]:
+        latest = self.epochs.latest_entry()
+        if latest is None or latest[0] != rec[2] or latest[1] > rec[0]:
+            # UnifiedLog.append: maybeAssignEpochStartOffset(batch epoch, base offset); the
+            # cache's own rule decides (an older epoch is refused before 2.1, taken after)
             self.epochs.assign(rec[2], rec[0])
         self.unflushed_messages += 1
         return rolled
@@ -171,7 +238,6 @@ class PartitionLog:
                                   self.log_end_offset if upto is None else upto)
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms
-        self.epoch_checkpoint = list(self.epochs.entries)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or above ``offset``; returns the old LEO."""
@@ -181,20 +247,23 @@ class PartitionLog:
             # the LEO all the same — a broker that was leader assigned its epoch's start
             # offset, appended nothing and lost the leadership keeps an entry past its log
             # that makes every truncate-on-fetch request diverge again (a fetch livelock)
-            if self.epochs.entries and self.epochs.entries[-1][1] >= old:
-                self.epochs.truncate_from_end(old)
-                self.epoch_checkpoint = list(self.epochs.entries)
+            self.epochs.truncate_from_end(old)
+            return old
+        if offset < self.segments[0].base_offset:
+            # UnifiedLog.truncateTo (3.7.0): a target below the first segment restarts the
+            # log there (truncateFullyAndStartAt: log start offset = target)
+            self.truncate_fully_and_start_at(offset)
             return old
         if self.records:
             keep = max(0, offset - self.records[0][0])
             del self.records[keep:]
-        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+        # LocalLog.truncateTo: segments based above the target go, the one holding it is cut
+        while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
             self.segments.pop()
-        if self.segments[-1].base_offset > offset:
-            self.segments[-1] = Segment(offset)
         self._resize_active()
         self.epochs.truncate_from_end(offset)
-        self.epoch_checkpoint = list(self.epochs.entries)
+        # "logStartOffset = math.min(targetOffset, logStartOffset)"
+        self.log_start_offset = min(self.log_start_offset, offset)
         self.recovery_point = min(self.recovery_point, offset)
         return old
 
@@ -204,8 +273,7 @@ class PartitionLog:
         self.log_start_offset = offset
         self.log_start_checkpoint = offset
         self.recovery_point = offset
-        self.epochs.truncate_from_end(0)
-        self.epoch_checkpoint = []
+        self.epochs.clear()
 
     def _resize_active(self) -> None:
         seg = self.segments[-1]
@@ -231,10 +299,12 @@ class PartitionLog:
         """Power loss: only the flushed prefix and the checkpoint files survive."""
         if self.log_end_offset > self.recovery_point:
             self.truncate_to(self.recovery_point)
-        self.epochs = LeaderEpochCache(self.epoch_checkpoint)
-        self.epochs.truncate_from_end(self.log_end_offset)
+        self.epochs.reload()
         self.log_start_offset = max(self.log_start_checkpoint,
                                     self.segments[0].base_offset if self.segments else 0)
+        # LogLoader: the cache read back is cut to the recovered log at both ends
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self.epochs.truncate_from_start(self.log_start_offset)
 
 
 class BrokerDisk:

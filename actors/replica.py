@@ -36,13 +36,15 @@ The rules are Kafka's, cited from KAFKA_REFERENCE section 1, and switched by era
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from actors.core import Address, Machine
 from actors.eras import Rules
-from actors.log import UNDEFINED, PartitionLog
+from actors.log import UNDEFINED, PartitionLog, Segment
 from actors.messages import (
     FENCED_LEADER_EPOCH,
+    INELIGIBLE_REPLICA,
+    INVALID_UPDATE_VERSION,
     NONE,
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -76,6 +78,39 @@ UNKNOWN_OFFSET = -1
 NEVER_MS = -(2**62)
 
 
+#: AlterPartition errors after which the leader keeps its change pending, awaiting new
+#: metadata (2.8.0 ``Partition.handleAlterIsrResponse``: "Giving up"; 3.7.0
+#: ``Partition.handleAlterPartitionError``: "awaiting new the latest metadata").
+#: isrlab's controller answers NOT_LEADER_OR_FOLLOWER where KRaft answers INVALID_REQUEST.
+ALTER_PARTITION_WAIT: Final = frozenset({
+    FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, NOT_LEADER_OR_FOLLOWER,
+    "UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID", "INVALID_REQUEST", "NEW_LEADER_ELECTED"})
+
+
+#: AlterPartitionManager's delay before it sends a failed request again (3.7.0).
+ALTER_PARTITION_RETRY_MS: Final = 50
+
+
+def alter_partition_error_action(style: str, error: str) -> str:
+    """What a leader does with its pending ISR change when AlterPartition fails:
+    ``reset`` to the committed ISR, ``wait`` with the change pending, or ``retry`` it.
+
+    * ``zk`` (before 2.7, ``Partition.updateIsr``): the ISR is written to ZooKeeper only if
+      the cached zkVersion matches; otherwise "skip updating ISR" — the in-memory ISR never
+      changed, so the committed ISR stands (``reset``) and the next check tries again.
+    * ``2.7`` (AlterIsr, 2.7-3.0): the give-up errors ``wait``; any other is retried.
+    * ``3.3`` (3.3+): INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED (the controller says the
+      request was not applied) ``reset``; the give-up errors ``wait``; others are retried.
+    """
+    if style == "zk":
+        return "reset"
+    if style == "3.3" and error in (INELIGIBLE_REPLICA, "OPERATION_NOT_ATTEMPTED"):
+        return "reset"
+    if error in ALTER_PARTITION_WAIT:
+        return "wait"
+    return "retry"
+
+
 class InvariantViolation(AssertionError):
     """A live sanity invariant broke (only raised when invariants are switched on)."""
 
@@ -103,20 +138,69 @@ class ReplicaConfig:
     invariants: bool = False
 
 
+class StaleFetch(Exception):
+    """A follower's fetch from an incarnation older than the leader knows of: Kafka's
+    ``NotLeaderOrFollowerException`` from ``updateFetchStateOrThrow``."""
+
+
 @dataclass(slots=True)
 class FollowerState:
-    """Kafka's ``Replica.ReplicaState``, kept by the leader for each remote replica."""
+    """Kafka's ``Replica.ReplicaState``, kept by the leader for each remote replica.
+
+    The initial values are ``ReplicaState.Empty`` (3.7.0 ``ReplicaTest.testInitialState``):
+    offsets unknown, the leader's LEO at the last fetch 0, times 0 (``NEVER_MS`` here), no
+    broker epoch (-1)."""
 
     log_end_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET
-    last_fetch_leader_leo: int = UNKNOWN_OFFSET
+    last_fetch_leader_leo: int = 0
     last_fetch_time_ms: int = NEVER_MS
     last_caught_up_time_ms: int = NEVER_MS
     broker_epoch: int = -1
 
     def is_caught_up(self, leader_leo: int, now_ms: int, max_lag_ms: int) -> bool:
+        """``ReplicaState.isCaughtUp``: at the leader's LEO, or caught up within the lag."""
         return (leader_leo == self.log_end_offset
                 or now_ms - self.last_caught_up_time_ms <= max_lag_ms)
+
+    def update_fetch_state(self, fetch_offset: int, start_offset: int, fetch_time_ms: int,
+                           leader_end_offset: int, broker_epoch: int,
+                           alive_broker_epoch: int = -1) -> None:
+        """``Replica.updateFetchStateOrThrow``: a fetch at ``fetch_offset`` made the follower
+        caught up *now* if it reached the leader's LEO, or as of its previous fetch if it
+        reached the LEO the leader had then. ``alive_broker_epoch`` (KRaft, 3.5+: the
+        follower's epoch in the leader's metadata, -1 when not checked): a fetch from an
+        older incarnation raises :class:`StaleFetch` and changes nothing."""
+        if broker_epoch != -1 and alive_broker_epoch > broker_epoch:
+            raise StaleFetch(f"broker epoch {broker_epoch} < {alive_broker_epoch}")
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+        elif fetch_offset >= self.last_fetch_leader_leo:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms,
+                                              self.last_fetch_time_ms)
+        self.log_start_offset = start_offset
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_leo = max(leader_end_offset, self.last_fetch_leader_leo)
+        self.last_fetch_time_ms = fetch_time_ms
+        self.broker_epoch = broker_epoch
+
+    def reset(self, now_ms: int, leader_end_offset: int, *, new_leader: bool,
+              in_sync: bool) -> None:
+        """``Replica.resetReplicaState`` on makeLeader: caught up now if in the ISR, else
+        never (so a replica outside the ISR does not hold the HW back). A *new* leader knows
+        nothing of the follower yet; a re-elected one keeps its offsets and broker epoch, sets
+        the leader LEO seen to its own and the last fetch to now if in the ISR, else never
+        ("so that the follower is not brought back into the ISR before a fetch")."""
+        self.last_caught_up_time_ms = now_ms if in_sync else NEVER_MS
+        if new_leader:
+            self.log_start_offset = UNKNOWN_OFFSET
+            self.log_end_offset = UNKNOWN_OFFSET
+            self.last_fetch_leader_leo = UNKNOWN_OFFSET
+            self.last_fetch_time_ms = NEVER_MS
+            self.broker_epoch = -1
+        else:
+            self.last_fetch_leader_leo = leader_end_offset
+            self.last_fetch_time_ms = now_ms if in_sync else NEVER_MS
 
 
 @dataclass(slots=True)
@@ -143,6 +227,7 @@ class Replica(Machine):
         self.topic = log.topic
         self.partition = log.partition
         self.log = log
+        log.epochs.kafka7415 = rules.epoch_cache_kafka7415
         self.rules = rules
         self.cfg = cfg
         self.clean_start = clean_start
@@ -313,6 +398,11 @@ class Replica(Machine):
                 self._make_leader(ps)
             else:
                 # same epoch: a controller-side ISR change (e.g. a fenced follower removed)
+                # or a new assignment. makeLeader without a new epoch (updateAssignmentAndIsr)
+                # keeps the state of known replicas, starts an empty one for a replica new to
+                # the assignment and forgets the ones that left
+                self.followers = {b: self.followers.get(b) or FollowerState()
+                                  for b in ps.replicas if b != self.broker_id}
                 if ps.partition_epoch > self.partition_epoch:
                     old = self.isr
                     self.partition_epoch = ps.partition_epoch
@@ -325,7 +415,6 @@ class Replica(Machine):
             if new_epoch or self.role != "follower" or self.leader != ps.leader:
                 self._make_follower(ps)
             else:
-                self.isr = ps.isr
                 self.partition_epoch = ps.partition_epoch
         else:
             # offline partition or not a replica: stop whatever we were doing
@@ -359,13 +448,10 @@ class Replica(Machine):
         for b in ps.replicas:
             if b == self.broker_id:
                 continue
-            old = self.followers.get(b)
-            st = FollowerState()
-            st.last_caught_up_time_ms = now if b in ps.isr else NEVER_MS
-            if re_elected and old is not None:
-                st.log_end_offset = old.log_end_offset
-                st.log_start_offset = old.log_start_offset
-                st.last_fetch_time_ms = now if b in ps.isr else NEVER_MS
+            # Partition.makeLeader: every remote replica's state is reset for the new term
+            st = self.followers.get(b) if re_elected else None
+            st = st if st is not None else FollowerState()
+            st.reset(now, self.leo, new_leader=not re_elected, in_sync=b in ps.isr)
             followers[b] = st
         self.followers = followers
         self.emit("become_leader", **self._tp(), leader_epoch=ps.leader_epoch,
@@ -397,8 +483,10 @@ class Replica(Machine):
         self.leader = ps.leader
         self.leader_epoch = ps.leader_epoch
         self.partition_epoch = ps.partition_epoch
-        self.isr = ps.isr
-        self.maximal_isr = ps.isr
+        # Partition.makeFollower: a follower keeps no ISR (updateAssignmentAndIsr with an
+        # empty set); only the leader's view of the ISR means anything
+        self.isr = ()
+        self.maximal_isr = ()
         self.followers = {}
         self.emit("become_follower", **self._tp(), leader=ps.leader,
                   leader_epoch=ps.leader_epoch, leo=self.leo, hw=self.hw)
@@ -440,9 +528,19 @@ class Replica(Machine):
             return
         self.emit("alter_partition_result", **self._tp(), error=r.error,
                   isr=list(r.isr), partition_epoch=r.partition_epoch)
+        self._alter_token = -1   # answered: the no-answer retry timer is void
         if r.error != NONE:
-            self.pending_isr = None
-            self.maximal_isr = self.isr
+            action = alter_partition_error_action(self.rules.alter_partition_errors, r.error)
+            if action == "reset":
+                self.pending_isr = None
+                self.maximal_isr = self.isr
+            elif action == "retry":
+                # AlterPartitionManager sends it again "in the near future" (50 ms)
+                self._alter_token = self._next_token()
+                self.timer(ALTER_PARTITION_RETRY_MS,
+                           Tick("alter_partition_timeout", self._alter_token, self._fetch_gen))
+            # "wait": the change stays pending (an expansion's replica stays in the maximal
+            # ISR, no other ISR change starts) until new partition state arrives
             return
         if r.leader_epoch != self.leader_epoch:
             return
@@ -484,13 +582,17 @@ class Replica(Machine):
 
     # -- leader: requests ------------------------------------------------------------------
     def _check_epoch(self, current_leader_epoch: int) -> str:
-        if self.role != "leader":
-            return NOT_LEADER_OR_FOLLOWER
+        """``Partition.localLogWithEpochOrException`` (2.1+): the request's leader epoch is
+        checked first (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then the
+        role — a follower behind on metadata answers UNKNOWN_LEADER_EPOCH, not
+        NOT_LEADER_OR_FOLLOWER, so the client waits instead of refreshing metadata."""
         if self.rules.epoch_fencing and current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 return FENCED_LEADER_EPOCH
             if current_leader_epoch > self.leader_epoch:
                 return UNKNOWN_LEADER_EPOCH
+        if self.role != "leader":
+            return NOT_LEADER_OR_FOLLOWER
         return NONE
 
     def _on_produce(self, req: Produce, src: Address) -> None:
@@ -568,9 +670,18 @@ class Replica(Machine):
         # truncate-on-fetch: the diverging-epoch check (KAFKA-10554, 2.8+)
         if self.rules.truncation == "fetch" and req.last_fetched_epoch >= 0:
             epoch, end = self.log.epochs.end_offset_for(req.last_fetched_epoch, self.leo)
+            if epoch == UNDEFINED or end == UNDEFINED:
+                # Partition.readRecords (2.8.0): "Could not determine the end offset of the
+                # last fetched epoch" is OFFSET_OUT_OF_RANGE, never a diverging (-1, -1)
+                self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
+                return
             if epoch < req.last_fetched_epoch or end < req.fetch_offset:
                 if not self.rules.skip_diverging_fetch_state:
-                    self._update_follower_fetch_state(req)   # KAFKA-13141
+                    try:
+                        self._update_follower_fetch_state(req)   # KAFKA-13141
+                    except StaleFetch:
+                        self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
+                        return
                 self.send(src, FetchResponse(
                     self.topic, self.partition, NONE, self.hw, self.leo,
                     self.log.log_start_offset, (), epoch, end, self.leader_epoch,
@@ -579,7 +690,11 @@ class Replica(Machine):
         if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
             self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
             return
-        self._update_follower_fetch_state(req)
+        try:
+            self._update_follower_fetch_state(req)
+        except StaleFetch:
+            self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
+            return
         if req.fetch_offset >= self.leo and self.cfg.replica_fetch_wait_max_ms > 0:
             p = ParkedFetch(src, req, self._next_token())
             self.parked.append(p)
@@ -590,18 +705,11 @@ class Replica(Machine):
     def _update_follower_fetch_state(self, req: Fetch) -> None:
         """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (1.3, 1.5)."""
         st = self.followers[req.replica]
-        now = self.now_ms
-        leo = self.leo
-        if req.fetch_offset >= leo:
-            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, now)
-        elif req.fetch_offset >= st.last_fetch_leader_leo:
-            st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, st.last_fetch_time_ms)
         changed = st.log_end_offset != req.fetch_offset
-        st.log_end_offset = req.fetch_offset
-        st.log_start_offset = req.log_start_offset
-        st.last_fetch_leader_leo = max(leo, st.last_fetch_leader_leo)
-        st.last_fetch_time_ms = now
-        st.broker_epoch = req.broker_epoch
+        alive = (self.broker_epochs.get(req.replica, (-1, False))[0]
+                 if self.rules.broker_epoch_check else -1)
+        st.update_fetch_state(req.fetch_offset, req.log_start_offset, self.now_ms, self.leo,
+                              req.broker_epoch, alive)
         self._maybe_expand_isr(req.replica, req.broker_epoch)
         if changed:
             self._maybe_increment_leader_hw("follower_fetch")
@@ -728,7 +836,13 @@ class Replica(Machine):
         corr = self._next_correlation()
         self._outstanding = corr
         self._outstanding_is_epoch = False
-        last_epoch = self.log.last_epoch() if self.rules.truncation == "fetch" else -1
+        # lastFetchedEpoch (2.8+): the epoch cache's latest epoch when the fetch state is
+        # built (AbstractFetcherThread.partitionFetchState: latestEpoch(tp)) and after a
+        # truncation, the last appended batch's epoch after an append; with the 2.1+ cache
+        # rule both are the cache's latest epoch. Not the last record's epoch: a replica that
+        # led an epoch without appending must offer that epoch, so that the leader answers
+        # with a diverging epoch and the truncation trims the stale entry (KAFKA-7415).
+        last_epoch = self.log.epochs.latest_epoch() if self.rules.truncation == "fetch" else -1
         own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
         self.send(self._addr(self.leader), Fetch(
             self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
@@ -773,10 +887,13 @@ class Replica(Machine):
             self._send_offsets_for_leader_epoch()
 
     def _truncate_to_epoch_end(self, leader_epoch: int, leader_end: int) -> bool:
-        """``AbstractFetcherThread.getOffsetTruncationState`` (KIP-279). True when done."""
+        """``AbstractFetcherThread.getOffsetTruncationState`` (KIP-279; tags 2.0.0, 2.8.0).
+        True when done."""
         local_epoch, local_end = self.log.epochs.end_offset_for(leader_epoch, self.leo)
-        if local_epoch == UNDEFINED:
-            self._truncate(self.hw, "high_watermark")
+        if local_end == UNDEFINED:
+            # no local epoch at or below the leader's answer: "the leader's offset only will
+            # be used for truncation" (the same as KIP-101 before KIP-279)
+            self._truncate(min(leader_end, self.leo), "leader_epoch")
             return True
         if local_epoch != leader_epoch:
             # we don't know the leader's epoch: cut to the end of our largest smaller one
@@ -794,8 +911,9 @@ class Replica(Machine):
             if r.log_end_offset < self.leo:
                 self._truncate(r.log_end_offset, "offset_out_of_range")
             elif r.log_start_offset > self.leo:
+                old_leo = self.leo
                 self.log.truncate_fully_and_start_at(r.log_start_offset)
-                self.emit("log_truncate", **self._tp(), old_leo=self.leo,
+                self.emit("log_truncate", **self._tp(), old_leo=old_leo,
                           new_leo=r.log_start_offset, reason="offset_out_of_range")
                 self._set_hw(r.log_start_offset, "truncate")
             self._send_fetch()
@@ -849,8 +967,13 @@ class Replica(Machine):
         if offset >= self.leo:
             self.log.truncate_to(offset)   # no record to cut, but maybe an epoch entry
             return
+        old_lso = self.log.log_start_offset
         old = self.log.truncate_to(offset)
         self.emit("log_truncate", **self._tp(), old_leo=old, new_leo=self.leo, reason=reason)
+        if self.log.log_start_offset != old_lso:
+            # a cut below the log start offset moves it down to the target (truncateTo)
+            self.emit("log_start_offset_update", **self._tp(), old=old_lso,
+                      new=self.log.log_start_offset, reason="truncate")
         if self.hw > self.leo:
             self._set_hw(self.leo, "truncate")
         if self.producers:
@@ -876,27 +999,38 @@ class Replica(Machine):
                       next_offset=nxt, reason="log_start_offset")
 
     def _retention(self) -> None:
-        """``UnifiedLog.deleteOldSegments`` on every replica (KAFKA_REFERENCE 1.11)."""
+        """``UnifiedLog.deleteOldSegments`` on every replica (KAFKA_REFERENCE 1.11; 3.7.0
+        ``deletableSegments``/``deleteSegments``): walk the segments oldest first while one
+        breaches a policy and lies wholly below the HW (its upper bound: the next segment's
+        base, the LEO for the active one). The active segment is deletable too when it is
+        not empty: a new one is rolled first ("we must always have at least one segment").
+        """
         log = self.log
         cfg = self.cfg
         segs = log.segments
+        leo = self.leo
         total = sum(s.size for s in segs)
         diff = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
         cut = -1
-        for i in range(len(segs) - 1):
-            nxt = segs[i + 1].base_offset
-            if self.hw < nxt:
-                break   # never delete at or beyond the HW
-            breached = (nxt <= log.log_start_offset
+        for i, seg in enumerate(segs):
+            last = i == len(segs) - 1
+            upper = leo if last else segs[i + 1].base_offset
+            if self.hw < upper or (last and seg.size == 0):
+                break   # never delete at or beyond the HW; never the empty active segment
+            breached = ((not last and upper <= log.log_start_offset)
                         or (cfg.retention_ms >= 0
-                            and self.now_ms - segs[i].largest_timestamp > cfg.retention_ms)
-                        or (diff >= 0 and diff - segs[i].size >= 0))
+                            and self.now_ms - seg.largest_timestamp > cfg.retention_ms)
+                        or (diff >= 0 and diff - seg.size >= 0))
             if not breached:
                 break
             if diff >= 0:
-                diff -= segs[i].size
-            cut = nxt
+                diff -= seg.size
+            cut = upper
         if cut > log.log_start_offset:
+            if cut == leo and segs[-1].base_offset < leo:
+                segs.append(Segment(leo, created_ms=self.now_ms))   # roll, then delete all
+                self.emit("segment_roll", **self._tp(), base_offset=leo)
+                log.flush(self.now_ms, upto=leo)   # a roll flushes the rolled segment
             log.log_start_checkpoint = cut
             self._increment_log_start_offset(cut, "segment_deletion")
 

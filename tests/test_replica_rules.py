@@ -262,3 +262,67 @@ def test_follower_whose_leader_epoch_request_times_out_asks_again_before_fetchin
     r.handle(timeouts[-1], ("broker-2", "orders-0"))
     sent = [e.msg for e in r.drain() if isinstance(e, Send)]
     assert [type(m).__name__ for m in sent] == ["OffsetsForLeaderEpoch"]
+
+
+def test_log_truncate_on_out_of_range_low_records_the_leo_before_the_cut() -> None:
+    """Issue 17 (7): a follower below the leader's log start offset restarts its log there;
+    the ``log_truncate`` event says where it was (``old_leo`` 3), then where it is (5)."""
+    f = follower()
+    corr = f._outstanding
+    recs = tuple((i, f"v{i}", 1, 0, -1, -1, None) for i in range(3))
+    f.handle(FetchResponse("orders", 0, NONE, 0, 3, 0, recs, -1, -1, 1, corr),
+             ("broker-1", "orders-0"))
+    f.drain()
+    corr = f._outstanding
+    f.handle(FetchResponse("orders", 0, "OFFSET_OUT_OF_RANGE", 5, 9, 5, (), -1, -1, 1, corr),
+             ("broker-1", "orders-0"))
+    cuts = [e.fields for e in f.drain() if isinstance(e, Emit) and e.event == "log_truncate"]
+    assert [(c["old_leo"], c["new_leo"]) for c in cuts] == [(3, 5)]
+    assert (f.leo, f.log.log_start_offset, f.hw) == (5, 5, 5)
+
+
+def test_zookeeper_eras_keep_the_isr_when_the_conditional_write_fails() -> None:
+    """Before 2.7 the leader wrote the ISR to ZooKeeper conditionally on its zkVersion
+    (2.1.0 ``Partition.updateIsr``: "Cached zkVersion ... not equal to that in zookeeper,
+    skip updating ISR"). isrlab's controller stands for ZooKeeper: the failed change leaves
+    the committed ISR and nothing pending, and the next fetch tries again."""
+    from actors.messages import AlterPartition, AlterPartitionResponse
+
+    r = Replica("broker-1", 1, PartitionLog("orders", 0), rules_for("2.1"), ReplicaConfig(),
+                clean_start=True)
+    r.start()
+    for i in range(10):
+        r.log.append((i, f"v{i}", 4, 0, -1, -1, None), 1 << 30, 1 << 40, 0)
+    r.handle(PartitionState(1, "orders", 0, (1, 2), 1, 5, (1,), (), 1, False), ("x", "y"))
+    r.drain()
+    fetch(r, 2, 10)
+    r.handle(AlterPartitionResponse("orders", 0, "INVALID_UPDATE_VERSION", (1,), 5, 1),
+             ("controller", "controller"))
+    r.drain()
+    assert r.isr == r.maximal_isr == (1,) and r.pending_isr is None
+    assert any(isinstance(e, Send) and isinstance(e.msg, AlterPartition)
+               for e in fetch(r, 2, 10))
+
+
+def test_a_replica_added_to_the_assignment_at_the_same_epoch_can_fetch_at_once() -> None:
+    """Issue 17 (3): a leader told of a new assignment without a new leader epoch (the
+    controller adds broker 4) starts an empty follower state for it, as
+    ``Partition.updateAssignmentAndIsr`` does, so broker 4's first fetch is served instead
+    of being refused as NOT_LEADER_OR_FOLLOWER; a replica that left is forgotten."""
+    r = leader(isr=(1, 2, 3))
+    produce(r, 3, acks=1)
+    r.handle(PartitionState(1, "orders", 0, (1, 2, 4), 1, 1, (1, 2), (), 2, False),
+             ("x", "y"))
+    r.drain()
+    assert sorted(r.followers) == [2, 4] and r.followers[4].log_end_offset == -1
+    resp = [e.msg for e in fetch(r, 4, 0) if isinstance(e, Send)
+            and isinstance(e.msg, FetchResponse)][0]
+    assert resp.error == NONE and len(resp.records) == 3
+    assert r.followers[4].log_end_offset == 0
+
+
+def test_a_follower_keeps_no_isr_of_its_own() -> None:
+    """Issue 17 (7): ``Partition.makeFollower`` sets the ISR to the empty set: only the
+    leader's view of the ISR is kept."""
+    f = follower()
+    assert f.role == "follower" and f.isr == () and f.maximal_isr == ()

@@ -1,0 +1,55 @@
+"""Which of Kafka's own tests a conformance test follows (issue 17).
+
+Every test in ``tests/conformance/`` carries one or more ``@kafka(tag, test_class, method)``
+marks: the Kafka release tag whose code and tests it follows (the era isrlab models with
+it), the Kafka test class (``KAFKA_TEST_FILES`` gives its path at that tag) and the test
+method. ``test_manifest.py`` holds ``MANIFEST.md`` in step with these marks, so the count of
+rows there is the count of Kafka behaviours ported, never of padding.
+
+A mark is a citation, not a copy: the test states the behaviour in isrlab's words, on its
+sans-IO API, and says in its docstring what it asserts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Kafka test class -> its file in apache/kafka (the same path in every tag cited here).
+KAFKA_TEST_FILES: dict[str, str] = {
+    "LeaderEpochFileCacheTest":
+        "core/src/test/scala/unit/kafka/server/epoch/LeaderEpochFileCacheTest.scala",
+    "ReplicaTest": "core/src/test/scala/unit/kafka/cluster/ReplicaTest.scala",
+    "PartitionTest": "core/src/test/scala/unit/kafka/cluster/PartitionTest.scala",
+    "UnifiedLogTest": "core/src/test/scala/unit/kafka/log/UnifiedLogTest.scala",
+    "LogTest": "core/src/test/scala/unit/kafka/log/LogTest.scala",
+    "LogLoaderTest": "core/src/test/scala/unit/kafka/log/LogLoaderTest.scala",
+    "AbstractFetcherThreadTest":
+        "core/src/test/scala/unit/kafka/server/AbstractFetcherThreadTest.scala",
+    "ReplicaFetcherThreadTest":
+        "core/src/test/scala/unit/kafka/server/ReplicaFetcherThreadTest.scala",
+    "PartitionLeaderElectionAlgorithmsTest":
+        "core/src/test/scala/unit/kafka/controller/PartitionLeaderElectionAlgorithmsTest.scala",
+    "ReplicationControlManagerTest":
+        "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
+    "PartitionChangeBuilderTest":
+        "metadata/src/test/java/org/apache/kafka/controller/PartitionChangeBuilderTest.java",
+    "EpochDrivenReplicationProtocolAcceptanceTest":
+        "core/src/test/scala/unit/kafka/server/epoch/"
+        "EpochDrivenReplicationProtocolAcceptanceTest.scala",
+}
+
+
+def kafka(tag: str, test_class: str, method: str) -> Callable[[F], F]:
+    """Mark a conformance test as following Kafka ``tag``'s ``test_class.method``."""
+    if test_class not in KAFKA_TEST_FILES:
+        raise KeyError(f"unknown Kafka test class {test_class!r}: add its path")
+
+    def mark(fn: F) -> F:
+        cites: list[tuple[str, str, str]] = fn.__dict__.setdefault("__kafka__", [])
+        cites.insert(0, (tag, test_class, method))
+        return fn
+
+    return mark

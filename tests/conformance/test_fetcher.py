@@ -1,0 +1,147 @@
+"""The follower side (Kafka's ``AbstractFetcherThread``/``ReplicaFetcherThread`` as run by
+isrlab's ``Replica``), held against Kafka's fetcher tests (issue 17).
+
+Kafka's tests drive a ``MockFetcherThread`` against a mock leader; here two real isrlab
+replicas exchange real messages over :class:`harness.Wire` (sans-IO, virtual time), or a
+test hands the follower the leader's answer directly where Kafka's test mocks the network.
+"""
+
+from __future__ import annotations
+
+from harness import Wire, batches, follow, lead, rec, replica, sent, values
+from kafkacite import kafka
+
+from actors.messages import (
+    NONE,
+    Fetch,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+)
+from actors.replica import Replica
+
+
+def _fetches(wire: Wire, r: Replica) -> list[Fetch]:
+    return [e.msg for a, e in wire.log
+            if a == r.address and hasattr(e, "msg") and isinstance(e.msg, Fetch)]
+
+
+def _in_step(leader: Replica, follower: Replica) -> bool:
+    return values(leader) == values(follower) and follower.hw == leader.hw
+
+
+@kafka("2.8.0", "AbstractFetcherThreadTest", "testTruncation")
+def test_a_follower_truncates_its_divergent_epochs_and_ends_with_the_leaders_log() -> None:
+    """2.8 (truncate-on-fetch): a follower whose records carry epochs 0, 2, 4 follows a
+    leader whose records at the same offsets carry epochs 1, 3, 5; the diverging-epoch
+    answers walk it back, it refetches, and it ends with the leader's log, log start
+    offset, LEO and HW."""
+    leader = replica(1, [rec(0, 1, "a"), rec(1, 3, "b"), rec(2, 5, "c")], era="2.8", hw=2)
+    follower = replica(2, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], era="2.8", hw=0)
+    lead(leader, 5)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, 5))
+    assert wire.run(lambda: _in_step(leader, follower))
+    assert values(follower) == [(0, "a", 1), (1, "b", 3), (2, "c", 5)]
+    assert follower.log.log_start_offset == leader.log.log_start_offset == 0
+    # Kafka's mock leader keeps HW 2; isrlab's real leader moves it to 3 once the follower,
+    # in its ISR, has fetched up to 3
+    assert (follower.leo, follower.hw) == (leader.leo, leader.hw) == (3, 3)
+
+
+@kafka("2.8.0", "AbstractFetcherThreadTest", "testDivergingEpochs")
+def test_the_last_fetched_epoch_is_the_cache_latest_then_the_truncated_then_the_leaders(
+) -> None:
+    """2.8: the first fetch carries the epoch cache's latest epoch (4); after the leader
+    answers with a diverging epoch and the follower truncates, the next fetch carries the
+    latest epoch left (2); once in step, the leader's (5)."""
+    leader = replica(1, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 5, "d")], era="2.8", hw=2)
+    follower = replica(2, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], era="2.8", hw=0)
+    lead(leader, 5)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, 5))
+    assert wire.run(lambda: _in_step(leader, follower))
+    sent_epochs = [f.last_fetched_epoch for f in _fetches(wire, follower)]
+    assert sent_epochs[:2] == [4, 2]
+    follower.now_us = wire.now_us
+    follower.handle(Fetch("t", 0, 9, -1, 0, -1, -1, 0, 1, 0), ("x", "y"))  # nothing
+    follower.drain()
+    assert follower.log.epochs.latest_epoch() == 5
+    assert values(follower)[2] == (2, "d", 5)
+
+
+@kafka("2.8.0", "AbstractFetcherThreadTest", "testDivergingEpochs")
+def test_a_replica_that_led_an_epoch_without_appending_drops_that_stale_cache_entry() -> None:
+    """2.8, the KAFKA-7415 situation: broker 2 led epoch 5 without appending (its cache has
+    (5, 10) past its last record, of epoch 3), then follows broker 1, which leads epoch 6
+    with records of epoch 4 at offsets 10-11. The follower's fetch offers epoch 5 (its
+    cache's latest), the leader answers with the diverging epoch (4, 12), the follower's
+    truncation trims (5, 10), and the epoch-4 records are assigned (4, 10). Its cache must
+    then answer endOffsetFor(4) = (4, 12); with the stale entry it said (3, 10), and a
+    follower asking it later would have cut committed records 10-11."""
+    leader = replica(1, batches((3, 10), (4, 2)), era="2.8", hw=12)
+    follower = replica(2, batches((3, 10)), era="2.8", hw=10)
+    lead(follower, 5)
+    assert follower.log.epochs.entries == [(3, 0), (5, 10)]
+    lead(leader, 6)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, 6))
+    assert wire.run(lambda: _in_step(leader, follower))
+    assert _fetches(wire, follower)[0].last_fetched_epoch == 5
+    assert follower.log.epochs.entries == [(3, 0), (4, 10)]
+    assert follower.log.epochs.end_offset_for(4, follower.leo) == (4, 12)
+
+
+@kafka("2.8.0", "AbstractFetcherThreadTest", "testFollowerFetchOutOfRangeHigh")
+def test_a_follower_above_the_leaders_log_end_truncates_to_it_on_out_of_range() -> None:
+    """2.8: a follower in step at LEO 3 keeps fetching after the leader's log was emptied
+    behind its back; the leader no longer knows the follower's last epoch, so it answers
+    OFFSET_OUT_OF_RANGE (not a diverging (-1, -1)), and the follower truncates to the
+    leader's LEO: LEO, log start offset and HW all 0."""
+    log = [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")]
+    leader = replica(1, log, era="2.8", hw=2)
+    follower = replica(2, log, era="2.8", hw=0)
+    lead(leader, 4)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, 4))
+    assert wire.run(lambda: follower.leo == 3 and follower.hw == leader.hw == 3)
+    # the leader's log is emptied without a truncation phase
+    leader.log.truncate_fully_and_start_at(0)
+    leader.hw = 0
+    assert wire.run(lambda: follower.leo == 0, max_steps=200)
+    assert (follower.leo, follower.log.log_start_offset, follower.hw) == (0, 0, 0)
+
+
+@kafka("2.8.0", "AbstractFetcherThreadTest", "testFollowerFetchOutOfRangeLow")
+def test_a_follower_below_the_leaders_log_start_restarts_its_log_there() -> None:
+    """2.8: a follower holding offset 0 follows a leader whose log starts at 2; it is out of
+    range low, empties its log and starts it at the leader's log start offset, then
+    replicates and ends with the leader's log start offset, LEO and HW."""
+    leader = replica(1, [rec(2, 4, "c")], era="2.8", hw=2)
+    follower = replica(2, [rec(0, 0, "a")], era="2.8", hw=0)
+    lead(leader, 5)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, 5))
+    assert wire.run(lambda: follower.log.log_start_offset == 2)
+    assert follower.log.records == [] and follower.leo == 2
+    assert wire.run(lambda: _in_step(leader, follower))
+    assert (follower.log.log_start_offset, follower.leo) == (2, 3)
+    assert follower.hw == leader.hw
+
+
+@kafka("2.0.0", "ReplicaFetcherThreadTest",
+       "shouldTruncateToOffsetSpecifiedInEpochOffsetResponseIfFollowerHasNoMoreEpochs")
+def test_a_follower_with_no_epoch_at_or_below_the_leaders_answer_cuts_to_its_end_offset(
+) -> None:
+    """2.0 (KIP-279): the follower's cache knows only epoch 5; the leader answers epoch 4
+    with end offset 156 for one partition and 202 for another. Having no epoch at or below
+    4, the follower truncates to min(leader's end offset, its LEO): 156, and 200 (its LEO,
+    so nothing is cut) — not to its HW (197)."""
+    for leader_end, expected in ((156, 156), (202, 200)):
+        f = replica(2, batches((5, 200)), era="2.0", hw=197)
+        assert f.log.epochs.entries == [(5, 0)] and f.hw == 197
+        (req,) = sent(follow(f, 1, 6), OffsetsForLeaderEpoch)
+        assert req.leader_epoch == 5
+        f.handle(OffsetsForLeaderEpochResponse("t", 0, NONE, 4, leader_end, req.correlation),
+                 ("broker-1", "t-0"))
+        assert f.leo == expected
+        assert sent(f.drain(), Fetch)   # truncation done: it fetches from there
