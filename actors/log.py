@@ -296,13 +296,32 @@ class PartitionLog:
 
     # -- crashes ---------------------------------------------------------------------------
     def lose_page_cache(self) -> None:
-        """Power loss: only the flushed prefix and the checkpoint files survive."""
+        """Power loss: only the flushed prefix and the checkpoint files survive; then the log
+        is opened as ``LogLoader`` opens it after a hard failure."""
+        epoch_file, start_file = list(self.epochs.checkpoint), self.log_start_checkpoint
         if self.log_end_offset > self.recovery_point:
             self.truncate_to(self.recovery_point)
+        # the loss writes no checkpoint file: they are as last written
+        self.epochs.checkpoint, self.log_start_checkpoint = epoch_file, start_file
         self.epochs.reload()
-        self.log_start_offset = max(self.log_start_checkpoint,
-                                    self.segments[0].base_offset if self.segments else 0)
-        # LogLoader: the cache read back is cut to the recovered log at both ends
+        if self.log_end_offset < start_file:
+            # deleteSegmentsIfLogStartGreaterThanLogEnd: every segment goes, the log
+            # restarts empty at the checkpointed log start offset
+            self.truncate_fully_and_start_at(start_file)
+        self.log_start_offset = max(start_file, self.segments[0].base_offset)
+        self.load(unclean=True)
+
+    def load(self, *, unclean: bool) -> None:
+        """``LogLoader.load`` (3.7.0) when the broker opens the log. After an unclean
+        shutdown the records from the recovery point on are read again
+        (``LogSegment.recover``), each batch whose epoch is above the cache's latest
+        assigning it. In every case the cache is then cut to the log at both ends
+        (``truncateFromEnd(nextOffset)``; ``truncateFromStart(logStartOffset)``: "the earliest
+        leader epoch may not be flushed during a hard failure")."""
+        if unclean:
+            for rec in self.read(self.recovery_point, self.log_end_offset, 1 << 62):
+                if rec[2] > self.epochs.latest_epoch():
+                    self.epochs.assign(rec[2], rec[0])
         self.epochs.truncate_from_end(self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
 

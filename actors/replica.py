@@ -290,6 +290,7 @@ class Replica(Machine):
     def start(self) -> None:
         log = self.log
         hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
+        log.load(unclean=not self.clean_start)
         if not self.clean_start:
             self.emit("log_recovery", **self._tp(), leo=log.log_end_offset, hw=hw,
                       log_start_offset=log.log_start_offset,
