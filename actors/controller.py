@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.core import Address, Machine
+from actors.election import elect_leader
 from actors.eras import Rules
 from actors.messages import (
     FENCED_LEADER_EPOCH,
@@ -311,36 +312,33 @@ class Controller(Machine):
             - set(target_isr) - set(p.elr)))
 
     def _try_elect(self, p: PartitionRecord, reason: str) -> None:
-        """``electAnyLeader``: ISR, then ELR (ISR empty), then unclean if allowed."""
-        if p.leader >= 0 and p.leader in p.isr and self._live(p.leader):
+        """``electAnyLeader`` (``actors.election``): ISR, then ELR (ISR empty), then the last
+        known leader, then unclean if allowed; then the step's side effects."""
+        e = elect_leader(p.replicas, p.isr, p.elr if self.rules.elr else (), p.last_known_elr,
+                         p.leader, self._live, unclean_allowed=p.unclean,
+                         elr_enabled=self.rules.elr)
+        if e.kind == "keep":
             self._publish(p)
             return
-        for b in p.replicas:
-            if b in p.isr and self._live(b):
-                self._new_leader(p, b, "clean")
-                return
-        if self.rules.elr and not p.isr:
-            for b in p.replicas:
-                if b in p.elr and self._live(b):
-                    p.elr = tuple(x for x in p.elr if x != b)
-                    self._elect_alone(p, b, "elr_election", "elr")
-                    return
-        if (self.rules.elr and not p.isr and not p.elr and len(p.last_known_elr) == 1
-                and self._live(p.last_known_elr[0])):
+        if e.kind == "clean":
+            self._new_leader(p, e.leader, "clean")
+            return
+        if e.kind == "elr":
+            p.elr = tuple(x for x in p.elr if x != e.leader)
+            self._elect_alone(p, e.leader, "elr_election", "elr")
+            return
+        if e.kind == "last_known_leader":
             # KIP-966 last-known-leader: the one replica last known eligible (unclean)
-            b = p.last_known_elr[0]
             p.last_known_elr = ()
             p.recovering = True
-            self._elect_alone(p, b, "last_known_leader", "unclean")
+            self._elect_alone(p, e.leader, "last_known_leader", "unclean")
             return
-        if p.unclean:
-            for b in p.replicas:
-                if self._live(b):
-                    # "we have to forcibly set the ISR to just the new leader" (KIP-704)
-                    p.elr = ()
-                    p.recovering = True
-                    self._elect_alone(p, b, "unclean_election", "unclean")
-                    return
+        if e.kind == "unclean":
+            # "we have to forcibly set the ISR to just the new leader" (KIP-704)
+            p.elr = ()
+            p.recovering = True
+            self._elect_alone(p, e.leader, "unclean_election", "unclean")
+            return
         if p.leader >= 0 or reason != "broker_registered":
             was = p.leader
             p.leader = -1
