@@ -8,6 +8,8 @@ test hands the follower the leader's answer directly where Kafka's test mocks th
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness import Wire, batches, follow, lead, rec, replica, sent, values
 from kafkacite import kafka
 
@@ -145,3 +147,73 @@ def test_a_follower_with_no_epoch_at_or_below_the_leaders_answer_cuts_to_its_end
                  ("broker-1", "t-0"))
         assert f.leo == expected
         assert sent(f.drain(), Fetch)   # truncation done: it fetches from there
+
+
+def _epoch_request(f: Replica, effects: list[Any]) -> OffsetsForLeaderEpoch:
+    (req,) = sent(effects, OffsetsForLeaderEpoch)
+    assert isinstance(req, OffsetsForLeaderEpoch)
+    return req
+
+
+def _answer(f: Replica, req: OffsetsForLeaderEpoch, epoch: int, end_offset: int
+            ) -> list[Any]:
+    f.handle(OffsetsForLeaderEpochResponse("t", 0, NONE, epoch, end_offset, req.correlation),
+             ("broker-1", "t-0"))
+    return f.drain()
+
+
+@kafka("2.0.0", "ReplicaFetcherThreadTest", "shouldTruncateToOffsetSpecifiedInEpochOffsetResponse")
+def test_a_follower_truncates_to_the_end_offset_the_leader_gives_for_its_latest_epoch() -> None:
+    """2.0 (KIP-279): the follower's latest epoch is 5 (LEO 200, HW 199); the leader answers
+    epoch 5 with end offset 156 for one partition and 172 for another: it truncates to
+    156 and 172, then fetches."""
+    for leader_end in (156, 172):
+        f = replica(2, batches((5, 200)), era="2.0", hw=199)
+        req = _epoch_request(f, follow(f, 1, 6))
+        assert req.leader_epoch == 5
+        effects = _answer(f, req, 5, leader_end)
+        assert f.leo == leader_end and sent(effects, Fetch)
+
+
+@kafka("2.0.0", "ReplicaFetcherThreadTest",
+       "shouldFetchLeaderEpochSecondTimeIfLeaderRepliesWithEpochNotKnownToFollower")
+def test_an_unknown_epoch_in_the_answer_cuts_to_the_previous_epoch_and_asks_again() -> None:
+    """2.0: the follower's cache is (3, 0), (5, 120), LEO 200. The leader answers epoch 4,
+    which the follower does not know: it cuts to the end of its largest epoch below 4
+    (120), asks again (now for epoch 3, no fetch yet), and on the answer (3, 101) — or
+    (3, 102) — truncates there and only then fetches."""
+    for second_end in (101, 102):
+        f = replica(2, batches((3, 120), (5, 80)), era="2.0", hw=198)
+        assert f.log.epochs.entries == [(3, 0), (5, 120)]
+        req = _epoch_request(f, follow(f, 1, 6))
+        effects = _answer(f, req, 4, 155)
+        assert f.leo == 120 and not sent(effects, Fetch)
+        again = _epoch_request(f, effects)
+        assert again.leader_epoch == 3
+        effects = _answer(f, again, 3, second_end)
+        assert f.leo == second_end and sent(effects, Fetch)
+
+
+@kafka("2.0.0", "ReplicaFetcherThreadTest", "shouldUseLeaderEndOffsetIfInterBrokerVersionBelow20")
+def test_before_kip_279_the_follower_truncates_to_the_leaders_end_offset_alone() -> None:
+    """0.11 (OffsetsForLeaderEpoch v0, no epoch in the answer): the follower truncates to
+    min(the leader's end offset, its LEO) at once — 155, and 143 — and fetches; it never
+    asks a second time."""
+    for leader_end in (155, 143):
+        f = replica(2, batches((3, 120), (5, 80)), era="0.11", hw=198)
+        req = _epoch_request(f, follow(f, 1, 6))
+        effects = _answer(f, req, -1, leader_end)
+        assert f.leo == leader_end
+        assert sent(effects, Fetch) and not sent(effects, OffsetsForLeaderEpoch)
+
+
+@kafka("2.0.0", "ReplicaFetcherThreadTest",
+       "shouldTruncateToInitialFetchOffsetIfLeaderReturnsUndefinedOffset")
+def test_an_undefined_answer_truncates_to_the_initial_fetch_offset_the_hw() -> None:
+    """2.0: the leader has no epoch information (undefined epoch and offset): the follower
+    truncates to its initial fetch offset, which before truncate-on-fetch is its HW (100),
+    from LEO 300."""
+    f = replica(2, batches((5, 300)), era="2.0", hw=100)
+    req = _epoch_request(f, follow(f, 1, 6))
+    effects = _answer(f, req, -1, -1)
+    assert f.leo == 100 and sent(effects, Fetch)
