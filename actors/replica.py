@@ -442,7 +442,12 @@ class Replica(Machine):
         self.maximal_isr = ps.isr
         self.pending_isr = None
         if new_epoch:
-            self.log.epochs.assign(ps.leader_epoch, self.leo)
+            if self.rules.epoch_cache_kafka7415:
+                # KAFKA-7415 (2.1.0): the new epoch and its start offset go into the cache at
+                # once, so a follower holding records of a later epoch than any in this log
+                # can still find where to truncate; before 2.1 the epoch entered the cache
+                # with the leader's first append (2.0.0 Partition.makeLeader assigns nothing)
+                self.log.epochs.assign(ps.leader_epoch, self.leo)
             self.leso = self.leo
         now = self.now_ms
         followers: dict[int, FollowerState] = {}

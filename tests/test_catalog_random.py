@@ -30,6 +30,7 @@ FIRST_DETECTION = {
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 4,
+    "s17-kafka7415-leader-without-epoch-entry": 13,
 }
 
 

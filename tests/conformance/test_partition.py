@@ -21,6 +21,7 @@ from actors.messages import (
     FetchResponse,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
+    Produce,
 )
 from actors.replica import Replica
 
@@ -148,3 +149,21 @@ def test_a_follower_fences_epoch_lookups_before_saying_it_is_not_the_leader() ->
     assert [_epoch_lookup_error(r, e) for e in (-1, 5, 4, 6)] == [
         NOT_LEADER_OR_FOLLOWER, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
         UNKNOWN_LEADER_EPOCH]
+
+
+@kafka("2.1.0", "PartitionTest", "testMakeLeaderUpdatesEpochCache")
+def test_before_2_1_becoming_leader_leaves_the_epoch_cache_to_the_first_append() -> None:
+    """KAFKA-7415 added this test with the fix (2.1.0): makeLeader assigns (new epoch, LEO).
+    Before it (``Partition.makeLeader`` at tag 2.0.0) the epoch entered the cache only with
+    the new leader's first append. So at 2.0 a leader of epoch 8 over epochs 4 and 5 has
+    the cache (4, 0), (5, 2) until it appends, then (8, 5); at 2.1 it has (8, 5) at once."""
+    old = replica(1, batches((4, 2), (5, 3)), era="2.0")
+    lead(old, 8)
+    assert old.log.epochs.entries == [(4, 0), (5, 2)]
+    old.handle(Produce("t", 0, 1, ((-1, "x", -1, 0, -1, -1, None),), 30000, 7),
+               ("producer-0", "producer"))
+    old.drain()
+    assert old.log.epochs.entries == [(4, 0), (5, 2), (8, 5)]
+    new = replica(1, batches((4, 2), (5, 3)), era="2.1")
+    lead(new, 8)
+    assert new.log.epochs.entries == [(4, 0), (5, 2), (8, 5)]
