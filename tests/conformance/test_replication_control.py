@@ -1,0 +1,185 @@
+"""The controller (isrlab's ``Controller``, KRaft's ``ReplicationControlManager`` and its
+``PartitionChangeBuilder``), held against Kafka's ``ReplicationControlManagerTest`` at 3.7.0.
+
+Driven sans-IO: brokers register and heartbeat by message, a broker is fenced by missing
+heartbeats for ``broker.session.timeout.ms`` (in broker-id order, one after the other, as
+``ReplicationControlTestContext.fenceBrokers`` calls ``handleBrokerFenced`` for each), and
+AlterPartition requests arrive as a leader would send them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kafkacite import kafka
+
+from actors.controller import Controller, ControllerStore, PartitionRecord
+from actors.eras import rules_for
+from actors.messages import (
+    INELIGIBLE_REPLICA,
+    NONE,
+    AlterPartition,
+    AlterPartitionResponse,
+    BrokerHeartbeat,
+    BrokerRegistration,
+    Tick,
+)
+
+SESSION_MS = 9000
+
+
+class Ctx:
+    """One controller over topic ``foo`` with the given assignments, every broker
+    registered (and so unfenced)."""
+
+    def __init__(self, brokers: Iterable[int], assignments: list[tuple[int, ...]], *,
+                 min_isr: int = 1, era: str = "4.1") -> None:
+        self.brokers = tuple(brokers)
+        store = ControllerStore()
+        for i, replicas in enumerate(assignments):
+            store.partitions[("foo", i)] = PartitionRecord("foo", i, replicas, min_isr, False)
+        self.c = Controller(store, rules_for(era), brokers=self.brokers,
+                            session_timeout_ms=SESSION_MS)
+        self.now_ms = 0
+        self.c.start()
+        self.c.drain()
+        for b in self.brokers:
+            self.c.handle(BrokerRegistration(b, 1, True), (f"broker-{b}", "broker"))
+            self.c.drain()
+
+    def p(self, i: int = 0) -> PartitionRecord:
+        return self.c.store.partitions[("foo", i)]
+
+    def epoch(self, b: int) -> int:
+        return self.c.store.brokers[b].epoch
+
+    def fence(self, *brokers: int) -> None:
+        """``brokers`` miss their heartbeats for a session; the others keep beating."""
+        self.now_ms += SESSION_MS + 1
+        self.c.now_us = (self.now_ms - 1) * 1000
+        for b in self.brokers:
+            rec = self.c.store.brokers[b]
+            if b not in brokers and not rec.fenced:
+                self.c.handle(BrokerHeartbeat(b, rec.epoch, 0), (f"broker-{b}", "broker"))
+        self.c.now_us = self.now_ms * 1000
+        self.c.handle(Tick("session_check", 0, 0), self.c.address)
+        self.c.drain()
+        assert all(self.c.store.brokers[b].fenced for b in brokers)
+
+    def unfence(self, *brokers: int) -> None:
+        for b in brokers:
+            self.c.handle(BrokerHeartbeat(b, self.epoch(b), 0), (f"broker-{b}", "broker"))
+        self.c.drain()
+
+    def alter(self, leader: int, isr: Iterable[int], *, member_epochs: dict[int, int] | None
+              = None, i: int = 0) -> AlterPartitionResponse:
+        p = self.p(i)
+        members = tuple((b, (member_epochs or {}).get(b, self.epoch(b))) for b in isr)
+        self.c.handle(AlterPartition("foo", i, leader, p.leader_epoch, self.epoch(leader),
+                                     members, p.partition_epoch), (f"broker-{leader}", "t"))
+        (resp,) = [e.msg for e in self.c.drain()
+                   if hasattr(e, "msg") and isinstance(e.msg, AlterPartitionResponse)]
+        return resp
+
+
+def _consistent(ctx: Ctx, resp: AlterPartitionResponse) -> None:
+    """``assertConsistentAlterPartitionResponse``: the answer is the registration now."""
+    p = ctx.p()
+    assert resp.error == NONE
+    assert (resp.isr, resp.leader_epoch, resp.partition_epoch) == (
+        p.isr, p.leader_epoch, p.partition_epoch)
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testShrinkAndExpandIsr")
+def test_the_leader_shrinks_then_expands_the_isr_and_each_answer_is_the_new_state() -> None:
+    """Replicas (0, 1, 2), leader 0: AlterPartition to (0, 1) is accepted, then back to
+    (0, 1, 2); each answer carries the partition as the controller now has it."""
+    ctx = Ctx((0, 1, 2), [(0, 1, 2)])
+    assert ctx.p().leader == 0
+    _consistent(ctx, ctx.alter(0, (0, 1)))
+    assert ctx.p().isr == (0, 1)
+    _consistent(ctx, ctx.alter(0, (0, 1, 2)))
+    assert ctx.p().isr == (0, 1, 2)
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testEligibleLeaderReplicas_ShrinkAndExpandIsr")
+def test_a_shrink_below_min_isr_fills_the_elr_and_an_expansion_back_empties_it() -> None:
+    """ELR on, min ISR 2, replicas (0, 1, 2): the ISR shrunk to (0) leaves ELR (1, 2) and
+    no last-known ELR; expanded to (0, 1), both are empty again."""
+    ctx = Ctx((0, 1, 2), [(0, 1, 2)], min_isr=2)
+    _consistent(ctx, ctx.alter(0, (0,)))
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((1, 2), ())
+    _consistent(ctx, ctx.alter(0, (0, 1)))
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((), ())
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testEligibleLeaderReplicas_BrokerFence")
+def test_fenced_brokers_join_the_elr_only_once_the_isr_is_below_min_isr() -> None:
+    """ELR on, min ISR 3, replicas (0, 1, 2, 3). Fencing 2 then 3: 2 leaves while the ISR
+    (0, 1, 3) still meets min ISR, so only 3 enters the ELR. Fencing 1 too: ELR (1, 3).
+    Unfencing everyone changes neither (rejoining the ISR takes an AlterPartition)."""
+    ctx = Ctx((0, 1, 2, 3), [(0, 1, 2, 3)], min_isr=3)
+    ctx.fence(2, 3)
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((3,), ())
+    ctx.fence(1, 2, 3)
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((1, 3), ())
+    ctx.unfence(1, 2, 3)
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((1, 3), ())
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testEligibleLeaderReplicas_CleanElection")
+def test_with_the_isr_empty_an_unfenced_elr_member_is_elected_cleanly() -> None:
+    """ELR on, min ISR 3, replicas (0, 1, 2, 3): fencing 1, 2, 3 leaves ISR (0), ELR (2, 3).
+    Then 2 is unfenced and 0 (and 1) fenced: the ISR is empty, 2 is the first unfenced ELR
+    member, so it leads with ISR (2); the ELR becomes (0, 3)."""
+    ctx = Ctx((0, 1, 2, 3), [(0, 1, 2, 3)], min_isr=3)
+    ctx.fence(1, 2, 3)
+    assert (ctx.p().isr, ctx.p().elr) == ((0,), (2, 3))
+    ctx.unfence(2)
+    ctx.fence(0, 1)
+    p = ctx.p()
+    assert (p.elr, p.isr, p.leader, p.last_known_elr) == ((0, 3), (2,), 2, ())
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testRemoveLeaderships")
+def test_a_fenced_broker_leaves_every_isr_it_was_in() -> None:
+    """Brokers 0-3, four partitions; broker 0 is in the ISR of partitions 0, 2 and 3 and
+    leads 0 and 3. Fenced, it is in no ISR and leads nothing."""
+    ctx = Ctx((0, 1, 2, 3), [(0, 1, 2), (1, 2, 3), (2, 3, 0), (0, 2, 1)])
+    assert [i for i in range(4) if 0 in ctx.p(i).isr] == [0, 2, 3]
+    ctx.fence(0)
+    assert [i for i in range(4) if 0 in ctx.p(i).isr or ctx.p(i).leader == 0] == []
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest", "testAlterPartitionShouldRejectFencedBrokers")
+def test_an_expansion_to_a_fenced_broker_is_ineligible_until_it_is_unfenced() -> None:
+    """Replicas (1, 2, 3, 4), leader 1: fencing 3 leaves ISR (1, 2, 4), partition epoch 1.
+    The leader's AlterPartition back to (1, 2, 3, 4) is INELIGIBLE_REPLICA while 3 is
+    fenced; after 3 is unfenced the same request is accepted: ISR (1, 2, 3, 4), partition
+    epoch 2, leader epoch still 0."""
+    ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4)])
+    ctx.fence(3)
+    p = ctx.p()
+    assert (p.isr, p.leader, p.leader_epoch, p.partition_epoch) == ((1, 2, 4), 1, 0, 1)
+    assert ctx.alter(1, (1, 2, 3, 4)).error == INELIGIBLE_REPLICA
+    ctx.unfence(3)
+    resp = ctx.alter(1, (1, 2, 3, 4))
+    assert (resp.error, resp.isr, resp.leader_epoch, resp.partition_epoch) == (
+        NONE, (1, 2, 3, 4), 0, 2)
+
+
+@kafka("3.7.0", "ReplicationControlManagerTest",
+       "testAlterPartitionShouldRejectBrokersWithStaleEpoch")
+def test_an_expansion_naming_an_older_incarnation_of_a_broker_is_ineligible() -> None:
+    """KIP-903 (AlterPartition v3+): the leader proposes adding broker 4 with the broker
+    epoch it saw on 4's fetches; 4 has since restarted and registered with a new epoch.
+    The late request is INELIGIBLE_REPLICA."""
+    ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4)])
+    _consistent(ctx, ctx.alter(1, (1, 2, 3)))
+    old_epoch = ctx.epoch(4)
+    ctx.c.handle(BrokerRegistration(4, 2, False), ("broker-4", "broker"))
+    ctx.c.drain()
+    ctx.unfence(4)
+    assert ctx.epoch(4) != old_epoch and not ctx.c.store.brokers[4].fenced
+    resp = ctx.alter(1, (1, 2, 3, 4), member_epochs={4: old_epoch})
+    assert resp.error == INELIGIBLE_REPLICA
