@@ -18,6 +18,7 @@ from actors.messages import (
     Fetch,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
+    Record,
 )
 from actors.replica import Replica
 
@@ -31,17 +32,27 @@ def _in_step(leader: Replica, follower: Replica) -> bool:
     return values(leader) == values(follower) and follower.hw == leader.hw
 
 
+def _pair(leader_log: list[Record], follower_log: list[Record], epoch: int, *,
+          leader_hw: int, era: str = "2.8") -> tuple[Replica, Replica, Wire]:
+    """Broker 1 leads ``epoch`` over ``leader_log``; broker 2, over ``follower_log`` with
+    HW 0, has just been told to follow it (its first request is on the wire)."""
+    leader = replica(1, leader_log, era=era, hw=leader_hw)
+    follower = replica(2, follower_log, era=era, hw=0)
+    lead(leader, epoch)
+    wire = Wire(leader, follower)
+    wire.take(follower, follow(follower, 1, epoch))
+    return leader, follower, wire
+
+
 @kafka("2.8.0", "AbstractFetcherThreadTest", "testTruncation")
 def test_a_follower_truncates_its_divergent_epochs_and_ends_with_the_leaders_log() -> None:
     """2.8 (truncate-on-fetch): a follower whose records carry epochs 0, 2, 4 follows a
     leader whose records at the same offsets carry epochs 1, 3, 5; the diverging-epoch
     answers walk it back, it refetches, and it ends with the leader's log, log start
     offset, LEO and HW."""
-    leader = replica(1, [rec(0, 1, "a"), rec(1, 3, "b"), rec(2, 5, "c")], era="2.8", hw=2)
-    follower = replica(2, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], era="2.8", hw=0)
-    lead(leader, 5)
-    wire = Wire(leader, follower)
-    wire.take(follower, follow(follower, 1, 5))
+    leader, follower, wire = _pair([rec(0, 1, "a"), rec(1, 3, "b"), rec(2, 5, "c")],
+                                   [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], 5,
+                                   leader_hw=2)
     assert wire.run(lambda: _in_step(leader, follower))
     assert values(follower) == [(0, "a", 1), (1, "b", 3), (2, "c", 5)]
     assert follower.log.log_start_offset == leader.log.log_start_offset == 0
@@ -56,11 +67,9 @@ def test_the_last_fetched_epoch_is_the_cache_latest_then_the_truncated_then_the_
     """2.8: the first fetch carries the epoch cache's latest epoch (4); after the leader
     answers with a diverging epoch and the follower truncates, the next fetch carries the
     latest epoch left (2); once in step, the leader's (5)."""
-    leader = replica(1, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 5, "d")], era="2.8", hw=2)
-    follower = replica(2, [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], era="2.8", hw=0)
-    lead(leader, 5)
-    wire = Wire(leader, follower)
-    wire.take(follower, follow(follower, 1, 5))
+    leader, follower, wire = _pair([rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 5, "d")],
+                                   [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")], 5,
+                                   leader_hw=2)
     assert wire.run(lambda: _in_step(leader, follower))
     sent_epochs = [f.last_fetched_epoch for f in _fetches(wire, follower)]
     assert sent_epochs[:2] == [4, 2]
@@ -100,11 +109,7 @@ def test_a_follower_above_the_leaders_log_end_truncates_to_it_on_out_of_range() 
     OFFSET_OUT_OF_RANGE (not a diverging (-1, -1)), and the follower truncates to the
     leader's LEO: LEO, log start offset and HW all 0."""
     log = [rec(0, 0, "a"), rec(1, 2, "b"), rec(2, 4, "c")]
-    leader = replica(1, log, era="2.8", hw=2)
-    follower = replica(2, log, era="2.8", hw=0)
-    lead(leader, 4)
-    wire = Wire(leader, follower)
-    wire.take(follower, follow(follower, 1, 4))
+    leader, follower, wire = _pair(log, log, 4, leader_hw=2)
     assert wire.run(lambda: follower.leo == 3 and follower.hw == leader.hw == 3)
     # the leader's log is emptied without a truncation phase
     leader.log.truncate_fully_and_start_at(0)
@@ -118,11 +123,7 @@ def test_a_follower_below_the_leaders_log_start_restarts_its_log_there() -> None
     """2.8: a follower holding offset 0 follows a leader whose log starts at 2; it is out of
     range low, empties its log and starts it at the leader's log start offset, then
     replicates and ends with the leader's log start offset, LEO and HW."""
-    leader = replica(1, [rec(2, 4, "c")], era="2.8", hw=2)
-    follower = replica(2, [rec(0, 0, "a")], era="2.8", hw=0)
-    lead(leader, 5)
-    wire = Wire(leader, follower)
-    wire.take(follower, follow(follower, 1, 5))
+    leader, follower, wire = _pair([rec(2, 4, "c")], [rec(0, 0, "a")], 5, leader_hw=2)
     assert wire.run(lambda: follower.log.log_start_offset == 2)
     assert follower.log.records == [] and follower.leo == 2
     assert wire.run(lambda: _in_step(leader, follower))

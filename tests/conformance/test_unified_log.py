@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pytest
 from harness import rec, replica
 from kafkacite import kafka
 
@@ -152,35 +153,23 @@ def test_no_segment_is_deleted_without_a_hw_and_all_go_with_the_hw_at_the_leo() 
 
 
 @kafka("3.7.0", "UnifiedLogTest", "shouldDeleteTimeBasedSegmentsReadyToBeDeleted")
-def test_expired_segments_all_go_once_below_the_hw_leaving_one_empty_segment() -> None:
-    """3.7: 15 records written long ago, 5 to a segment, retention.ms 10 s, HW at the LEO:
-    one segment remains (the empty one rolled at the LEO), the log start offset is 15."""
-    r = _retaining(15, retention_ms=10_000)
+@kafka("3.7.0", "UnifiedLogTest", "shouldNotDeleteTimeBasedSegmentsWhenNoneReadyToBeDeleted")
+@kafka("3.7.0", "UnifiedLogTest", "shouldDeleteSizeBasedSegments")
+@kafka("3.7.0", "UnifiedLogTest", "shouldNotDeleteSizeBasedSegmentsWhenUnderRetentionSize")
+@pytest.mark.parametrize("policy, segments, log_start_offset", [
+    ({"retention_ms": 10_000}, 1, 15),          # all expired: one empty segment, rolled
+    ({"retention_ms": 10 * NOW_MS}, 3, 0),      # none old enough
+    ({"retention_bytes": 10 * RECORD}, 2, 5),   # the oldest segment covers the excess
+    ({"retention_bytes": 15 * RECORD}, 3, 0),   # within retention.bytes
+])
+def test_retention_by_time_and_size_with_the_hw_at_the_leo(
+        policy: dict[str, int], segments: int, log_start_offset: int) -> None:
+    """3.7: 15 records written long ago, 5 to a segment (3 segments), the HW at the LEO.
+    retention.ms 10 s: every segment goes — the active one after a new empty one is rolled
+    at the LEO — leaving one segment and log start offset 15; retention.ms longer than the
+    records' age: all 3 stay. retention.bytes of 10 records: the oldest segment goes (2
+    remain, log start offset 5); of 15 records: all 3 stay."""
+    r = _retaining(15, **policy)
     assert len(r.log.segments) == 3
     _retain(r, r.leo)
-    assert len(r.log.segments) == 1 and r.log.log_start_offset == 15
-
-
-@kafka("3.7.0", "UnifiedLogTest", "shouldNotDeleteTimeBasedSegmentsWhenNoneReadyToBeDeleted")
-def test_segments_younger_than_retention_ms_stay() -> None:
-    """3.7: retention.ms longer than the records' age: the 3 segments stay."""
-    r = _retaining(15, retention_ms=10 * NOW_MS)
-    _retain(r, r.leo)
-    assert len(r.log.segments) == 3 and r.log.log_start_offset == 0
-
-
-@kafka("3.7.0", "UnifiedLogTest", "shouldDeleteSizeBasedSegments")
-def test_retention_bytes_deletes_the_oldest_segments_while_the_excess_covers_them() -> None:
-    """3.7: 15 records in 3 segments, retention.bytes of 10 records: the oldest segment
-    goes, 2 remain."""
-    r = _retaining(15, retention_bytes=10 * RECORD)
-    _retain(r, r.leo)
-    assert len(r.log.segments) == 2 and r.log.log_start_offset == 5
-
-
-@kafka("3.7.0", "UnifiedLogTest", "shouldNotDeleteSizeBasedSegmentsWhenUnderRetentionSize")
-def test_a_log_within_retention_bytes_keeps_every_segment() -> None:
-    """3.7: 15 records in 3 segments, retention.bytes of 15 records: all 3 stay."""
-    r = _retaining(15, retention_bytes=15 * RECORD)
-    _retain(r, r.leo)
-    assert len(r.log.segments) == 3 and r.log.log_start_offset == 0
+    assert (len(r.log.segments), r.log.log_start_offset) == (segments, log_start_offset)
