@@ -290,6 +290,12 @@ class Controller(Machine):
         p.isr = target_isr
         if changed:
             p.partition_epoch += 1
+            if (reason == "fenced" and not leader_gone and old_isr != target_isr
+                    and self.rules.isr_removal_bumps_leader_epoch):
+                # ZooKeeper eras: the controller writes the shrunken ISR of a partition
+                # whose leader stays with the next leader epoch (2.0.0
+                # ReplicaStateMachine.doRemoveReplicasFromIsr -> newLeaderAndIsr)
+                p.leader_epoch += 1
             if old_isr != target_isr:
                 self.emit("isr_change", topic=p.topic, partition=p.partition,
                           old=list(old_isr), new=list(target_isr), reason=reason,

@@ -61,6 +61,11 @@ class Rules:
                                     # since 2.2 (KIP-380 broker epochs, "bounced brokers");
                                     # before, a quick restart inside the ZooKeeper session
                                     # went unnoticed and kept both
+    isr_removal_bumps_leader_epoch: bool  # the ZooKeeper controller removes an offline
+                                    # replica from the ISR with a new leader epoch
+                                    # (ReplicaStateMachine.doRemoveReplicasFromIsr:
+                                    # LeaderAndIsr.newLeaderAndIsr, epoch + 1); KRaft at
+                                    # metadata version 3.6+ keeps it (KAFKA-15021)
 
 
 _BASE = Rules(
@@ -70,6 +75,7 @@ _BASE = Rules(
     epoch_cache_kafka7415=True, alter_partition_errors="3.3",
     broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
     unclean_default=False, lag_time_default_ms=30000, fence_on_reregistration=True,
+    isr_removal_bumps_leader_epoch=False,
 )
 
 _ERA_RULES: Final = {
@@ -78,14 +84,16 @@ _ERA_RULES: Final = {
     "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
-                   alter_partition_errors="2.7"),
+                   alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True),
     "2.1": replace(_BASE, era="2.1", alter_partition_errors="zk",
+                   isr_removal_bumps_leader_epoch=True,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "2.0": replace(_BASE, era="2.0", alter_partition_errors="zk",
+                   isr_removal_bumps_leader_epoch=True,
                    epoch_cache_kafka7415=False,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
@@ -94,6 +102,7 @@ _ERA_RULES: Final = {
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "0.11": replace(_BASE, era="0.11", alter_partition_errors="zk",
+                    isr_removal_bumps_leader_epoch=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,
@@ -102,6 +111,7 @@ _ERA_RULES: Final = {
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
     "0.10": replace(_BASE, era="0.10", alter_partition_errors="zk",
+                    isr_removal_bumps_leader_epoch=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,

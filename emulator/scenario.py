@@ -361,7 +361,43 @@ def resolve(raw: dict[str, Any], file: str, text: str = "") -> dict[str, Any]:
                             f"{matching[0]['partitions']} partitions")
         admin.append(act)
     sc["admin"] = admin
+    for i, fe in enumerate(plan):
+        _check_target(src, f"faults.plan[{i}]", fe, sc)
     return sc
+
+
+def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, Any]) -> None:
+    """A plan entry's target names nodes of this scenario: ``controller``, ``broker-N``,
+    ``admin``, a producer's or a consumer's node, ``leader:<topic>-<p>`` or
+    ``follower:<topic>-<p>[/k]`` of an existing partition; every fault but ``heal`` needs
+    one (a fault on a node that does not exist would silently do nothing)."""
+    targets = fe["target"] if isinstance(fe["target"], list) else [fe["target"]]
+    targets = [t for t in targets if t != ""]
+    if fe["fault"] == "heal":
+        return
+    if not targets:
+        raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")
+    nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)),
+             *(producer_node(i) for i in range(len(sc["producers"])))}
+    nodes |= {consumer_node(c["group"], m) for c in sc["consumers"] for m in range(c["members"])}
+    if sc["admin"]:
+        nodes.add("admin")
+    partitions = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+    for t in targets:
+        if not isinstance(t, str):
+            raise src.error(f"{where}.target", f"expected a node name, got {t!r}")
+        role, colon, rest = t.partition(":")
+        if colon and role in ("leader", "follower"):
+            tp, slash, k = rest.partition("/")
+            if tp not in partitions:
+                raise src.error(f"{where}.target", f"{t!r}: no partition {tp!r}")
+            if slash and (role == "leader" or not k.isdigit()):
+                raise src.error(f"{where}.target",
+                                f"{t!r}: only follower:<topic>-<p>/<k> takes a replica index")
+        elif t not in nodes:
+            raise src.error(f"{where}.target", f"unknown node {t!r} (known: "
+                            f"{', '.join(sorted(nodes))}, leader:<topic>-<p>, "
+                            f"follower:<topic>-<p>[/k])")
 
 
 def find(name_or_path: str) -> Path:

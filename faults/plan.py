@@ -80,9 +80,11 @@ def _links(world: World, nodes: list[str]) -> list[tuple[str, str]]:
 
 
 def _follower(world: World, spec: str) -> list[str]:
-    """``follower:<topic>-<p>/<k>``: the k-th replica of the partition that is not its
-    current leader (assignment order, k taken modulo their count); none without a leader."""
-    tp, _, k = spec[len("follower:"):].rpartition("/")
+    """``follower:<topic>-<p>[/<k>]``: the k-th replica (0 when not given) of the partition
+    that is not its current leader (assignment order, k taken modulo their count); none
+    without a leader."""
+    tp, slash, k = spec[len("follower:"):].partition("/")
+    k = k if slash else "0"
     topic, _, p = tp.rpartition("-")
     leader = world.resolve_target(f"leader:{tp}")
     replicas = world.assignment.get((topic, int(p)), ())
@@ -94,10 +96,10 @@ def _follower(world: World, spec: str) -> list[str]:
 
 def resolve(world: World, target: Any) -> list[str]:
     """The nodes a plan entry's target names when the fault starts."""
-    if not isinstance(target, list):
-        return world.resolve_target(target)
+    if not target:
+        return []
     nodes: list[str] = []
-    for t in target:
+    for t in target if isinstance(target, list) else [target]:
         t = str(t)
         if t.startswith("follower:"):
             nodes += _follower(world, t)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,45 @@ def test_bad_input_names_file_and_field(override: str, field: str | None,
         assert field in msg
     if words:
         assert words in msg
+
+
+def _with_target(tmp_path: Path, target: str) -> Path:
+    """default.toml with its first fault aimed at ``target`` (TOML text)."""
+    text = (ROOT / "scenarios" / "default.toml").read_text()
+    f = tmp_path / "targets.toml"
+    f.write_text(text.replace('target = "leader:orders-0"', f"target = {target}", 1))
+    return f
+
+
+@pytest.mark.parametrize("target", ['"controller"', '"producer-0"', '"consumer-g0-1"',
+                                    '"follower:orders-2"',
+                                    '["leader:orders-0", "follower:orders-0/1"]'])
+def test_fault_targets_name_nodes_roles_and_followers_of_existing_partitions(
+        tmp_path: Path, target: str) -> None:
+    """Every form a plan target may take loads: nodes, ``leader:``, ``follower:`` with and
+    without a replica index, as a string or in a list."""
+    sc = load(str(_with_target(tmp_path, target)))
+    assert sc["faults"]["plan"][0]["target"] == tomllib.loads(f"t = {target}")["t"]
+
+
+@pytest.mark.parametrize("target, words", [
+    ('"broker-9"', "unknown node 'broker-9'"),
+    ('["broker-1", "brokr-2"]', "unknown node 'brokr-2'"),
+    ('"leader:orders-7"', "no partition 'orders-7'"),
+    ('"leader:orders-0/1"', "replica index"),
+    ('"follower:orders-0/x"', "replica index"),
+    ('""', "needs a target"),
+    ("[]", "needs a target"),
+])
+def test_a_fault_aimed_at_nothing_is_refused_at_load(tmp_path: Path, target: str,
+                                                     words: str) -> None:
+    """A fault on a node or partition that does not exist would silently do nothing (or,
+    for a malformed ``follower:``, crash the run): one line naming the file, line, field."""
+    f = _with_target(tmp_path, target)
+    with pytest.raises(ScenarioError) as err:
+        load(str(f))
+    assert str(err.value).startswith(f"{f}:")
+    assert "faults.plan[0].target" in str(err.value) and words in str(err.value)
 
 
 def test_bad_file_reports_its_line(tmp_path: Path) -> None:

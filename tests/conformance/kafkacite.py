@@ -30,6 +30,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "core/src/test/scala/unit/kafka/server/AbstractFetcherThreadTest.scala",
     "ReplicaFetcherThreadTest":
         "core/src/test/scala/unit/kafka/server/ReplicaFetcherThreadTest.scala",
+    "ReplicaStateMachineTest":
+        "core/src/test/scala/unit/kafka/controller/ReplicaStateMachineTest.scala",
     "PartitionLeaderElectionAlgorithmsTest":
         "core/src/test/scala/unit/kafka/controller/PartitionLeaderElectionAlgorithmsTest.scala",
     "ReplicationControlManagerTest":

@@ -183,3 +183,42 @@ def test_an_expansion_naming_an_older_incarnation_of_a_broker_is_ineligible() ->
     assert ctx.epoch(4) != old_epoch and not ctx.c.store.brokers[4].fenced
     resp = ctx.alter(1, (1, 2, 3, 4), member_epochs={4: old_epoch})
     assert resp.error == INELIGIBLE_REPLICA
+
+
+# --- the leader epoch on a controller-made ISR change, per era ---------------------------
+
+@kafka("2.0.0", "ReplicaStateMachineTest", "testOnlineReplicaToOfflineReplicaTransition")
+def test_zk_era_an_offline_follower_leaves_the_isr_with_the_next_leader_epoch() -> None:
+    """2.0 (ZooKeeper controller): a replica going offline is removed from the ISR with
+    ``LeaderAndIsr.newLeaderAndIsr``, i.e. leader epoch + 1, even though the leader stays —
+    so the leader's next records are written in a new epoch (what
+    ``EpochDrivenReplicationProtocolAcceptanceTest`` sees after bouncing the follower)."""
+    ctx = Ctx((1, 2), [(1, 2)], era="2.0")
+    assert (ctx.p().leader, ctx.p().leader_epoch) == (1, 0)
+    ctx.fence(2)
+    p = ctx.p()
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (1, (1,), 1, 1)
+
+
+@kafka("2.0.0", "ReplicaStateMachineTest", "testOnlineReplicaToOfflineReplicaTransition")
+def test_zk_era_an_offline_leader_is_replaced_with_one_leader_epoch_step() -> None:
+    """2.0: the offline replica is the leader and another ISR member lives: the election and
+    the ISR removal together move the leader epoch by exactly one (the election's)."""
+    ctx = Ctx((1, 2), [(1, 2)], era="2.0")
+    ctx.fence(1)
+    p = ctx.p()
+    assert (p.leader, p.isr, p.leader_epoch) == (2, (2,), 1)
+
+
+@kafka("3.7.0", "PartitionChangeBuilderTest", "testIsrChangeDoesntBumpLeaderEpoch")
+@kafka("3.7.0", "PartitionChangeBuilderTest", "testTriggerLeaderEpochBumpIfNeeded")
+def test_kraft_isr_changes_keep_the_leader_epoch() -> None:
+    """3.7 (KRaft, metadata version 3.6+, KAFKA-15021): neither the leader's AlterPartition
+    shrink and expansion nor fencing a follower changes the leader epoch; only the
+    partition epoch moves."""
+    ctx = Ctx((1, 2, 3), [(1, 2, 3)], era="3.7")
+    _consistent(ctx, ctx.alter(1, (1, 2)))
+    _consistent(ctx, ctx.alter(1, (1, 2, 3)))
+    ctx.fence(3)
+    p = ctx.p()
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (1, (1, 2), 0, 3)
