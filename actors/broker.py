@@ -133,8 +133,11 @@ class Broker(Machine):
                 for name in sorted(self.groups):
                     g = self.groups[name]
                     gone = g.expired(self.now_ms)
+                    if g.pending and self.now_ms >= g.prepare_deadline_ms:
+                        gone = sorted(set(gone) | g.pending)   # never rejoined
                     for m in gone:
                         del g.members[m]
+                        g.pending.discard(m)
                     if gone:
                         self._rebalance(g, f"session timeout of {', '.join(gone)}")
                 self.timer(GROUP_CHECK_MS, Tick("group_session", 0, 0))
@@ -172,14 +175,40 @@ class Broker(Machine):
         g.topic, g.partitions, g.assignor = m.topic, m.partitions, m.assignor
         old = g.members.get(m.member)
         g.members[m.member] = Member(src, m.incarnation, self.now_ms, m.session_timeout_ms)
-        if old is not None and old.incarnation == m.incarnation and g.generation > 0:
-            self.send(src, GroupAssignment(g.name, m.member, g.generation,
-                                           g.assignment.get(m.member, ()), NONE,
-                                           m.correlation))
+        if old is not None and old.incarnation == m.incarnation and m.member in g.pending:
+            g.pending.discard(m.member)         # rejoined after committing
+            if not g.pending:
+                self._complete_rebalance(g)
             return
-        self._rebalance(g, f"{m.member} joined" if old is None else f"{m.member} restarted")
+        if old is not None and old.incarnation == m.incarnation and g.generation > 0:
+            if not g.pending:
+                self.send(src, GroupAssignment(g.name, m.member, g.generation,
+                                               g.assignment.get(m.member, ()), NONE,
+                                               m.correlation))
+            return
+        self._rebalance(g, f"{m.member} joined" if old is None else f"{m.member} restarted",
+                        joined=m.member)
 
-    def _rebalance(self, g: Group, reason: str) -> None:
+    def _rebalance(self, g: Group, reason: str, joined: str = "") -> None:
+        """``PreparingRebalance``: every other member holding partitions must commit and
+        rejoin first; with none, the new generation is completed at once."""
+        holders = {name for name in g.members
+                   if name != joined and g.assignment.get(name)}
+        g.prepare_reason = reason if not g.pending else f"{g.prepare_reason}; {reason}"
+        g.pending = (g.pending | holders) & set(g.members)
+        g.pending.discard(joined)
+        if not g.pending:
+            self._complete_rebalance(g)
+            return
+        g.prepare_deadline_ms = self.now_ms + max(
+            (g.members[n].session_timeout_ms for n in g.pending), default=0)
+        for name in sorted(g.pending):
+            self.send(g.members[name].address, GroupAssignment(
+                g.name, name, g.generation, g.assignment.get(name, ()), REBALANCE_IN_PROGRESS,
+                0))
+
+    def _complete_rebalance(self, g: Group) -> None:
+        reason, g.prepare_reason = g.prepare_reason, ""
         g.rebalance()
         self.emit("rebalance", group=g.name, generation=g.generation, reason=reason,
                   assignment={m: list(p) for m, p in sorted(g.assignment.items())})
@@ -194,7 +223,13 @@ class Broker(Machine):
             self.send(src, GroupHeartbeatResponse(m.group, m.member, UNKNOWN_MEMBER_ID, -1))
             return
         member.last_heartbeat_ms = self.now_ms
-        if m.generation != g.generation:
+        if m.member in g.pending:                 # the notification may have been lost
+            self.send(src, GroupHeartbeatResponse(m.group, m.member, REBALANCE_IN_PROGRESS,
+                                                  g.generation))
+            self.send(src, GroupAssignment(g.name, m.member, g.generation,
+                                           g.assignment.get(m.member, ()),
+                                           REBALANCE_IN_PROGRESS, 0))
+        elif m.generation != g.generation:
             self.send(src, GroupHeartbeatResponse(m.group, m.member, REBALANCE_IN_PROGRESS,
                                                   g.generation))
             self.send(src, GroupAssignment(g.name, m.member, g.generation,

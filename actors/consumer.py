@@ -5,10 +5,18 @@ Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protoc
 1. **Join**: ``JoinGroup`` to the group's coordinator broker (a stable function of the
    group id); the coordinator answers with the member's partitions for the current
    *generation* (``GroupAssignment``), and pushes a new one whenever membership changes.
-2. **Assignment**: partitions taken away are committed and dropped; new ones start from
-   the committed offset (``OffsetFetch``) or, with none committed or on
+2. **Assignment**, by the protocol of the configured assignor (``actors.group.protocol_of``):
+   under the *eager* protocol (range, roundrobin) every partition is given up at a new
+   generation — positions committed and dropped — and each partition of the new assignment
+   starts again from the committed offset, kept ones included (3.7.0
+   ``ConsumerCoordinator.onJoinPrepare``, EAGER: ``assignFromSubscribed(emptySet)``; 2.0.0
+   builds a fresh ``TopicPartitionState`` for every assigned partition); under the
+   *cooperative* protocol (cooperative-sticky, KIP-429) only the partitions taken away are
+   committed and dropped and the kept ones go on from their positions. A partition starts
+   from the committed offset (``OffsetFetch``) or, with none committed or on
    OFFSET_OUT_OF_RANGE, from ``auto.offset.reset`` (earliest / latest / none) via
-   ListOffsets.
+   ListOffsets. The ``assignment`` event names the protocol, so a checker knows which
+   positions had to survive the rebalance.
 3. **Fetch**: from the partition's leader, which serves only what is below the HW; each
    record is traced as ``consume`` with the HW it was served under.
 4. **Heartbeat** every ``heartbeat.interval.ms``; ``UNKNOWN_MEMBER_ID`` (the coordinator
@@ -27,11 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.client import Client
+from actors.group import protocol_of
 from actors.messages import (
     FENCED_LEADER_EPOCH,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
+    REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     Fetch,
     FetchResponse,
@@ -89,6 +99,8 @@ class Consumer(Client):
         self.consumer_name = f"{cfg.group}-{cfg.member}"
         self._join_corr = -1
         self._last_coordinator_ms = 0
+        #: eager protocol, between onJoinPrepare and the new assignment: nothing is fetched
+        self._rejoining = False
 
     # -- group membership --------------------------------------------------------------------
     def start(self) -> None:
@@ -110,22 +122,43 @@ class Consumer(Client):
     def _on_assignment(self, a: GroupAssignment) -> None:
         if a.generation < self.generation:
             return
+        if a.error == REBALANCE_IN_PROGRESS:
+            if a.generation == self.generation and not self._rejoining:
+                self._prepare_rebalance()
+            return
+        self._rejoining = False
         self._join_corr = -1
         self._last_coordinator_ms = self.now_ms
         new = tuple(a.partitions)
+        protocol = protocol_of(self.cfg.assignor)
         revoked = [p for p in self.assigned if p not in new]
-        self._commit(revoked)                      # eager protocol: commit, then give up
-        for p in revoked:
+        # eager: a new generation gives up everything (already dropped if it was prepared)
+        given_up = (list(self.assigned) if protocol == "eager" and a.generation > self.generation
+                    else revoked)
+        self._commit(given_up)                     # commit, then give up
+        for p in given_up:
             self.position.pop(p, None)
             self.outstanding.pop(p, None)
         self.generation = a.generation
-        old = self.assigned
         self.assigned = new
         self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
-                  generation=a.generation, partitions=list(new), revoked=revoked)
+                  generation=a.generation, partitions=list(new), revoked=revoked,
+                  protocol=protocol)
         for p in new:
-            if p not in old:
+            if p not in self.position and p not in self.outstanding:
                 self._offset_fetch(p)
+
+    def _prepare_rebalance(self) -> None:
+        """``ConsumerCoordinator.onJoinPrepare``: commit every position while the generation
+        still holds (``maybeAutoCommitOffsetsSync``); under the eager protocol give up every
+        partition (``assignFromSubscribed(emptySet)``: positions dropped, fetching stops);
+        then join again."""
+        self._commit(self.assigned)
+        if protocol_of(self.cfg.assignor) == "eager":
+            self.position.clear()
+            self.outstanding.clear()
+            self._rejoining = True
+        self._join()
 
     # -- per partition -----------------------------------------------------------------------
     def _offset_fetch(self, p: int) -> None:
@@ -172,7 +205,7 @@ class Consumer(Client):
         self.timer(self.cfg.retry_backoff_ms * 10, Tick("retry", 0, p))
 
     def _resume(self, p: int) -> None:
-        if p not in self.assigned:
+        if p not in self.assigned or self._rejoining:
             return
         if p not in self.position:
             self._offset_fetch(p)

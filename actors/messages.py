@@ -273,7 +273,7 @@ class JoinGroup:
     incarnation: int
     topic: str
     partitions: int
-    assignor: str            # "range" | "roundrobin"
+    assignor: str            # "range" | "roundrobin" | "cooperative-sticky"
     session_timeout_ms: int
     correlation: int
 

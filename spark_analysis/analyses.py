@@ -25,9 +25,11 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
 * order anomalies — ``order_findings``, **one pass** over ``hw_update`` and ``consume``: the
   running max of leader HWs by seq per K (``read_uncommitted``, and a leader going below the
   exposed HW), then one window for two ``lag``s: of the HW per replica
-  (``hw_regression_replica``) and of the offset per consumer chain split at each
-  ``rebalance`` of its group (``poll_skip``/``nonmonotonic_poll``). Only the rows that are
-  findings are kept (persisted: they also make the ``hw_regressions`` view);
+  (``hw_regression_replica``) and of the offset per consumer chain, split at each of the
+  consumer's ``assignment`` events that ends it — every one under the eager protocol, those
+  without the partition under the cooperative one, and at its process stopping
+  (``poll_skip``/``nonmonotonic_poll``). Only the rows that are findings are kept
+  (persisted: they also make the ``hw_regressions`` view);
 * ``log_divergence`` — per (K, offset) over the final logs' records inside their replica's
   [lso, hw) (persisted: count and view);
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
@@ -36,7 +38,7 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
 
 Performance shape: ``events`` and ``side`` are partitioned by K alike (a union of their
 rows keeps it), every aggregate and window of the two passes is keyed by a superset of K, and
-the small tables (final source, rebalances) are broadcast, so neither pass exchanges the
+the small tables (final source, assignments) are broadcast, so neither pass exchanges the
 large rows (``explain()`` shows no Exchange above the cached scans); the two record
 aggregates share one sort; the rows of each pass are a few narrow columns of ``events``. No
 Python UDFs anywhere. ``Analysis`` computes each pass once and keeps its small result for every
@@ -54,7 +56,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.load import SCENARIO_SCHEMA, Loaded
-from traces.checker import ISR_CHURN_WINDOW_US, MISSING
+from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING
 from traces.schema import ANOMALIES
 
 K: Final = ["trace", "topic", "partition"]
@@ -233,11 +235,13 @@ def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:
 
 def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     """Per (K, value): the first ack ``a`` (seq, offset, acks, producer, ts_us, committed),
-    ``send_seq``, the value's lowest/highest offset (``dmin``/``dmax``: acks, consumes, the
-    committed log), ``visible`` (its consumes that are visible HW regressions), ``verdict``
-    (``lost_acked_write``/``lost_acked_uncommitted``/``expired`` or null), ``duplicate`` and
-    ``nonmonotonic_send`` (booleans). Partitions without a final log get no write/visible
-    verdicts (as in the checker). One pass: no exchange of the events on K-partitioned input.
+    ``send_seq``, the first send (``snd``: seq, producer, acks), the lowest offset a
+    consume read it at (``cmin``), the value's lowest/highest offset (``dmin``/``dmax``:
+    acks, consumes, the committed log), ``visible`` (its consumes that are visible HW
+    regressions), ``verdict`` (``lost_acked_write``/``lost_acked_uncommitted``/``expired``
+    or null), ``duplicate`` and ``nonmonotonic_send`` (booleans). Partitions without a final
+    log get no write/visible verdicts (as in the checker). One pass: no exchange of the
+    events on K-partitioned input.
     """
     ev = data.events
     src = F.broadcast(source.where(F.col("source").isNotNull()).select(
@@ -249,11 +253,13 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
                         "seq", _acks_n().alias("acks"), "producer", "ts_us")).alias("first"),
                     F.col("value").isNotNull().alias("dup")))
     sends = (_valid_k(_ev(ev, "produce_send")).where(F.col("value").isNotNull())
-             .select(*K, "value", F.col("seq").alias("send_seq")))
+             .select(*K, "value", F.col("seq").alias("send_seq"),
+                     F.struct("seq", "producer", _acks_n().alias("acks")).alias("snd")))
     cons = _valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull()).join(src, K, "left")
     retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
     cons = cons.select(
         *K, _value_n().alias("value"), "offset", F.col("value").isNotNull().alias("dup"),
+        F.col("offset").alias("coff"),
         F.when(F.col("has_src"), retracted.cast("int")).alias("r1"),
         F.when(F.col("has_src"), ((F.col("offset") >= F.col("src_lso")) | retracted)
                .cast("int")).alias("r2"))
@@ -269,12 +275,13 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     # of this aggregate is then also the one the next, keyed (value, K), needs
     at = rows.groupBy("value", *K, "offset").agg(
         F.min_by("first", "first.seq").alias("first"),
-        F.min("send_seq").alias("send_seq"),
+        F.min("send_seq").alias("send_seq"), F.min_by("snd", "snd.seq").alias("snd"),
+        F.min("coff").alias("coff"),
         F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
         F.max("dup").alias("dup"),
         F.sum("r1").alias("r1"), F.sum("r2").alias("r2"))
     at = at.select(
-        *K, "value", "send_seq",
+        *K, "value", "send_seq", "snd", "coff",
         F.when(F.col("first").isNotNull(), F.struct(
             F.col("first.seq").alias("seq"), F.col("offset"), F.col("first.acks").alias("acks"),
             F.col("first.producer").alias("producer"), F.col("first.ts_us").alias("ts_us"),
@@ -285,6 +292,7 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     # (K, value): the value's first ack, offsets, visible regressions
     per_value = at.groupBy("value", *K).agg(
         F.min_by("a", "a.seq").alias("a"), F.min("send_seq").alias("send_seq"),
+        F.min_by("snd", "snd.seq").alias("snd"), F.min("coff").alias("cmin"),
         F.min("doff").alias("dmin"), F.max("doff").alias("dmax"),
         F.sum("visible").alias("visible"))
     per_value = per_value.join(src, K, "left")
@@ -294,13 +302,20 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
         .when(~F.col("a.committed") & (F.col("a.acks") == "all"), F.lit("lost_acked_write"))
         .when(~F.col("a.committed"), F.lit("lost_acked_uncommitted"))
     )
-    w = (Window.partitionBy(*K, F.col("a").isNull(), F.col("a.producer"))
+    # where a send landed: its ack, or — its ack lost — the lowest offset a read placed it at
+    placed = F.col("a").isNull() & (F.col("snd.acks") != "0") & F.col("cmin").isNotNull()
+    position = F.when(F.col("a").isNotNull(), F.col("a.offset")).when(placed, F.col("cmin"))
+    per_value = per_value.select(
+        "*", position.alias("pos"),
+        F.when(F.col("a").isNotNull(), F.col("a.producer")).otherwise(F.col("snd.producer"))
+        .alias("pos_producer"))
+    w = (Window.partitionBy(*K, F.col("pos").isNull(), F.col("pos_producer"))
          .orderBy(F.coalesce("send_seq", "a.seq"), F.col("a.seq")))
-    prev = F.lag("a.offset").over(w)
+    prev = F.lag("pos").over(w)
     return per_value.select(
         *K, "value", "a", "send_seq", "dmin", "dmax", "visible", verdict.alias("verdict"),
         F.coalesce(F.col("dmin") < F.col("dmax"), F.lit(False)).alias("duplicate"),
-        F.coalesce(F.col("a.offset") < prev, F.lit(False)).alias("nonmonotonic_send"))
+        F.coalesce(F.col("pos") < prev, F.lit(False)).alias("nonmonotonic_send"))
 
 
 def record_counts(verdicts: DataFrame) -> DataFrame:
@@ -328,7 +343,8 @@ def order_findings(data: Loaded) -> DataFrame:
 
     One pass: a window per K by seq (running max of leader HWs before the row), one per
     (K, replica) (previous HW) and one per consumer chain (K, group, consumer, gen), ``gen``
-    being the rebalances of the group before the consume (few: broadcast per trace/group).
+    being the consumer's assignments before the consume that end the partition's chain
+    (eager: all; cooperative: those without the partition; few: broadcast per consumer).
     """
     ev = data.events
     hw = (_valid_k(_ev(ev, "hw_update"))
@@ -337,16 +353,34 @@ def order_findings(data: Loaded) -> DataFrame:
                   F.col("old_n").alias("old"), F.col("new_n").alias("new"),
                   F.when(F.col("role") == "leader", F.col("new_n")).alias("lhw"),
                   F.lit(True).alias("is_hw")))
-    reb = F.broadcast(_ev(data.side, "rebalance").groupBy("trace", "group")
-                      .agg(F.collect_list("seq").alias("_rebs"))
-                      .select(F.col("trace").alias("_rt"), F.col("group").alias("_rg"), "_rebs"))
+    # the ends of chains: a consumer's assignments, and its process stopping (a consumer's
+    # node is "consumer-" + its name: traces.checker.CONSUMER_NODE_PREFIX)
+    crashes = (_ev(data.side, "node_crash")
+               .where(F.col("node").startswith(CONSUMER_NODE_PREFIX))
+               .select("trace", F.expr(f"substring(node, {len(CONSUMER_NODE_PREFIX) + 1})")
+                       .alias("consumer"),
+                       F.struct(F.col("seq").alias("s"), F.lit(True).alias("e"),
+                                F.lit(None).cast("array<int>").alias("ps")).alias("_a")))
+    asg = F.broadcast(
+        _ev(data.side, "assignment")
+        .select("trace", "consumer",
+                F.struct(F.col("seq").alias("s"),
+                         (F.coalesce(F.col("protocol"), F.lit("eager")) == "eager").alias("e"),
+                         F.col("partitions").alias("ps")).alias("_a"))
+        .unionByName(crashes)
+        .groupBy("trace", "consumer").agg(F.collect_list("_a").alias("_asgs"))
+        .select(F.col("trace").alias("_at"), F.col("consumer").alias("_ac"), "_asgs"))
     cons = (_valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull())
             .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
                     _value_n().alias("value")))
-    cons = cons.join(reb, (cons["trace"] == reb["_rt"]) & cons["group"].eqNullSafe(reb["_rg"]),
+    cons = cons.join(asg, (cons["trace"] == asg["_at"]) & cons["consumer"].eqNullSafe(asg["_ac"]),
                      "left")
-    gen = F.when(F.col("_rebs").isNull(), F.lit(0)).otherwise(
-        F.size(F.filter("_rebs", lambda s: s < F.col("seq"))))
+
+    def ends_chain(a: Column) -> Column:
+        return (a["s"] < F.col("seq")) & (
+            a["e"] | ~F.coalesce(F.array_contains(a["ps"], F.col("partition")), F.lit(False)))
+    gen = F.when(F.col("_asgs").isNull(), F.lit(0)).otherwise(
+        F.size(F.filter("_asgs", ends_chain)))
     cons = cons.select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw", "value",
                        gen.alias("gen"), F.lit(False).alias("is_hw"))
     rows = hw.unionByName(cons, allowMissingColumns=True)

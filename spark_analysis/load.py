@@ -103,7 +103,7 @@ HOT_EVENTS, SIDE_EVENTS = scan.HOT_EVENTS, scan.SIDE_EVENTS
 #: The full flat trace row (the fields any analysis reads, in traces.schema order): ``side``.
 TRACE_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in [
-        ("seq", _L), ("ts_us", _L), ("event", _S),
+        ("seq", _L), ("ts_us", _L), ("event", _S), ("node", _S),
         # run_start / run_end / run-level
         ("schema", _S), ("seed", _L), ("scenario", _S), ("protocol", _S), ("status", _S),
         ("events", _L), ("fault", _S),
@@ -113,7 +113,7 @@ TRACE_SCHEMA = T.StructType(
         ("leader", _I), ("leader_epoch", _I), ("isr", T.ArrayType(_I)),
         # clients
         ("value", _S), ("producer", _S), ("acks", _S), ("offset", _L),
-        ("group", _S), ("consumer", _S),
+        ("group", _S), ("consumer", _S), ("partitions", T.ArrayType(_I)),
         # end of run
         ("records", T.ArrayType(T.ArrayType(_S))), ("converged", T.BooleanType()),
     ]]

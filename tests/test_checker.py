@@ -159,9 +159,40 @@ def test_consumer_rereading_an_offset_is_nonmonotonic_poll() -> None:
     only(counts(t), nonmonotonic_poll=1)
 
 
-def test_rebalance_starts_a_new_poll_chain() -> None:
+@pytest.mark.parametrize("protocol", ["eager", None])
+def test_an_eager_rebalance_starts_a_new_poll_chain(protocol: str | None) -> None:
+    """Eager protocol (and traces that do not name one): the consumer starts its kept
+    partition again from the committed offset, so reading 1 after 2 is no anomaly."""
     t = healthy(values=3)
-    t.at(20).rebalance().consume(1, "p0-1", hw=3)
+    t.at(20).rebalance(protocol=protocol).consume(1, "p0-1", hw=3)
+    only(counts(t))
+
+
+def test_a_cooperative_rebalance_keeps_the_chain_of_a_kept_partition() -> None:
+    """Cooperative protocol: partition 0 stays with c0 and so does its position; reading 1
+    after 2 is a nonmonotonic poll, and jumping from 2 to 4 a skip."""
+    t = healthy(values=3)
+    t.at(20).rebalance(protocol="cooperative").consume(1, "p0-1", hw=3)
+    only(counts(t), nonmonotonic_poll=1)
+    t = Trace(scenario())
+    t.elect(0, [0, 1, 2])
+    for i in range(5):
+        t.at(1 + i).send(f"p0-{i}").hw(0, i, i + 1).ack(f"p0-{i}", i)
+        if i < 3:
+            t.consume(i, f"p0-{i}", hw=i + 1)
+    t.at(20).rebalance(protocol="cooperative").consume(4, "p0-4", hw=5)
+    t.at(30).converged(True)
+    for r in (0, 1, 2):
+        t.final_log(r, [(i, f"p0-{i}") for i in range(5)], hw=5)
+    only(counts(t), poll_skip=1)
+
+
+def test_a_cooperative_rebalance_ends_the_chain_of_a_partition_taken_away() -> None:
+    """Cooperative protocol: partition 0 is taken from c0 and later given back: the new
+    assignment's position comes from the committed offset, so a fresh chain starts."""
+    t = healthy(values=3)
+    t.at(20).assignment([1], protocol="cooperative").assignment([0, 1], protocol="cooperative")
+    t.consume(1, "p0-1", hw=3)
     only(counts(t))
 
 
@@ -361,3 +392,15 @@ def test_gzip_trace_reads_like_plain(tmp_path: Path) -> None:
     assert plain == gz
     assert gzip.decompress((tmp_path / "a.jsonl.gz").read_bytes()) == (
         tmp_path / "a.jsonl").read_bytes()
+
+
+def test_a_send_whose_ack_was_lost_is_placed_by_the_read_that_saw_it() -> None:
+    """p0-0 is sent first but its acknowledgement never arrives; p0-1, sent after it, is
+    acknowledged at 0; a consumer reads p0-0 at 1. The read is evidence of where p0-0 was
+    written, so the producer's sends landed out of order (Jepsen's version orders)."""
+    from spark.tracebuild import catalogue
+    c = counts(catalogue()["placed_send_cooperative"])
+    assert c["nonmonotonic_send"] == 1
+    # the cooperative chain skips 2 once; the re-assigned partition and the new process
+    # start fresh chains
+    assert c["poll_skip"] == 1 and c["nonmonotonic_poll"] == 0

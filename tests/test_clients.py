@@ -252,3 +252,113 @@ def test_a_failed_batch_is_resent_only_after_retry_backoff() -> None:
     p.handle(Tick("retry", 0, 0), me)
     again = sent(Produce)
     assert [m.records[0][1] for m in again] == ["p0-0"]
+
+
+def test_cooperative_sticky_assignment_is_balanced_and_keeps_owners() -> None:
+    """``CooperativeStickyAssignor``: every member gets n // m or one more partitions, and a
+    partition stays with its owner whenever balance allows — a joining member takes only
+    the surplus, a leaving member's partitions are spread over the rest."""
+    from actors.group import sticky
+    one = sticky(6, ["a"], {})
+    assert one == {"a": (0, 1, 2, 3, 4, 5)}
+    two = sticky(6, ["a", "b"], one)
+    assert two["a"] == (0, 1, 2) and two["b"] == (3, 4, 5)
+    three = sticky(6, ["a", "b", "c"], two)
+    assert sorted(len(p) for p in three.values()) == [2, 2, 2]
+    assert set(three["a"]) < set(two["a"]) and set(three["b"]) < set(two["b"])
+    back = sticky(6, ["a", "c"], three)
+    assert set(three["a"]) <= set(back["a"]) and set(three["c"]) <= set(back["c"])
+    assert sorted(back["a"] + back["c"]) == [0, 1, 2, 3, 4, 5]
+    uneven = sticky(7, ["a", "b", "c"], {"a": (0, 1, 2, 3, 4, 5, 6)})
+    assert sorted(len(p) for p in uneven.values()) == [2, 2, 3]
+
+
+def _consumer_at(assignor: str, position: dict[int, int]) -> Any:
+    """A consumer of 4 partitions holding ``position`` in generation 1."""
+    from actors.consumer import Consumer, ConsumerConfig
+    from actors.messages import GroupAssignment
+    c = Consumer("consumer-g0-0", ConsumerConfig("g0", "orders", 4, 0, 2, assignor=assignor),
+                 brokers=(1,))
+    c.start()
+    c.drain()
+    c.handle(GroupAssignment("g0", "g0-0", 1, tuple(sorted(position)), "NONE", 0),
+             ("broker-1", "broker"))
+    c.drain()
+    c.outstanding.clear()
+    c.position.update(position)
+    return c
+
+
+def test_an_eager_member_restarts_every_partition_from_the_committed_offset() -> None:
+    """Range (eager): at generation 2 the member gives up partitions 0-3, keeps 0-1, and asks
+    the committed offset of both kept partitions again; the assignment says ``eager``."""
+    from actors.core import Emit, Send
+    from actors.messages import GroupAssignment, OffsetFetch
+    c = _consumer_at("range", {0: 7, 1: 9, 2: 3, 3: 4})
+    c.handle(GroupAssignment("g0", "g0-0", 2, (0, 1), "NONE", 0), ("broker-1", "broker"))
+    out = c.drain()
+    assert sorted(e.msg.partition for e in out
+                  if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)) == [0, 1]
+    assert c.position == {}
+    (ev,) = [e.fields for e in out if isinstance(e, Emit) and e.event == "assignment"]
+    assert (ev["protocol"], ev["partitions"], ev["revoked"]) == ("eager", [0, 1], [2, 3])
+
+
+def test_a_cooperative_member_keeps_the_positions_of_the_partitions_it_keeps() -> None:
+    """Cooperative-sticky: at generation 2 the member keeps 0-1 with their positions (no
+    OffsetFetch), gives up 2-3 and asks the committed offset of nothing."""
+    from actors.core import Emit, Send
+    from actors.messages import GroupAssignment, OffsetFetch
+    c = _consumer_at("cooperative-sticky", {0: 7, 1: 9, 2: 3, 3: 4})
+    c.handle(GroupAssignment("g0", "g0-0", 2, (0, 1), "NONE", 0), ("broker-1", "broker"))
+    out = c.drain()
+    assert not [e for e in out if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
+    assert c.position == {0: 7, 1: 9}
+    (ev,) = [e.fields for e in out if isinstance(e, Emit) and e.event == "assignment"]
+    assert (ev["protocol"], ev["revoked"]) == ("cooperative", [2, 3])
+
+
+def test_a_rebalance_waits_for_the_members_to_commit_and_rejoin(tmp_path: Path) -> None:
+    """``PreparingRebalance``: when ga-1 comes back, ga-0 commits its positions in the old
+    generation (accepted: the generation has not moved yet) before the new generation is
+    made, and resumes its kept partitions exactly where it had read to — the only records
+    read twice are the ones ga-1 had read past its last commit before it crashed."""
+    evs = _run(tmp_path, TWO_GROUPS)
+    restart = next(e for e in evs if e["event"] == "node_restart"
+                   and e["node"] == "consumer-ga-1")
+    reb = next(e for e in evs[restart["seq"]:] if e["event"] == "rebalance"
+               and e["group"] == "ga")
+    prepared = [e for e in evs[restart["seq"]:reb["seq"]] if e["event"] == "offset_commit"
+                and e["consumer"] == "ga-0"]
+    assert prepared and all(e["generation"] == reb["generation"] - 1 for e in prepared)
+    first_after = {}
+    for e in evs[reb["seq"]:]:
+        if (e["event"] == "consume" and e["consumer"] == "ga-0"
+                and e["partition"] not in first_after):
+            first_after[e["partition"]] = e["offset"]
+    committed = {e["partition"]: e["offset"] for e in prepared}
+    for p, offset in first_after.items():
+        if p in committed:
+            assert offset == committed[p], (p, offset, committed[p])
+
+
+def test_cooperative_members_keep_reading_their_partitions_through_a_rebalance(
+        tmp_path: Path) -> None:
+    """cooperative-sticky: when ga-1 crashes and comes back, ga-0 keeps the partitions it
+    keeps with their positions (its chain on them never breaks: no poll skip, no step
+    back), and the checker holds it to that."""
+    text = TWO_GROUPS.replace('"auto.commit.interval.ms" = 1000',
+                              '"auto.commit.interval.ms" = 1000\n'
+                              '"partition.assignment.strategy" = "cooperative-sticky"')
+    evs = _run(tmp_path, text)
+    assigns = [e for e in evs if e["event"] == "assignment" and e["consumer"] == "ga-0"]
+    assert {e["protocol"] for e in assigns} == {"cooperative"}
+    assert len(assigns) >= 3
+    kept = set(assigns[0]["partitions"]) & set(assigns[-1]["partitions"])
+    assert kept
+    for p in kept:
+        offsets = [e["offset"] for e in evs if e["event"] == "consume"
+                   and e["consumer"] == "ga-0" and e["partition"] == p]
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
+    verdict = check_events(iter(evs)).anomalies
+    assert verdict["poll_skip"] == verdict["nonmonotonic_poll"] == 0

@@ -84,6 +84,10 @@ class PartitionSummary:
     anomalies: dict[str, int]
 
 
+#: a consumer's node is this prefix and its consumer name (``emulator.scenario.consumer_node``)
+CONSUMER_NODE_PREFIX: Final = "consumer-"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """The verdict on one trace. ``anomalies`` holds every name of ``ANOMALIES``."""
@@ -224,6 +228,8 @@ class _Partition:
     )
     #: first produce_send seq per value (send order for nonmonotonic_send)
     send_seq: dict[str, int] = field(default_factory=dict)
+    #: the first send's producer and acks per value (a send a read places, without its ack)
+    send_from: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
 
 
@@ -244,8 +250,8 @@ class Checker:
         self._parts: dict[PartitionKey, _Partition] = {}
         self._last_hw: dict[tuple[str, int, int], int] = {}
         self._transitions: dict[tuple[str, int, int], tuple[str, int]] = {}
-        self._generation: dict[str | None, int] = {}
-        self._chains: dict[tuple[str | None, str | None, str, int], tuple[int, int]] = {}
+        #: poll chains: (group, consumer) -> (topic, partition) -> last offset read
+        self._chains: dict[tuple[str | None, str | None], dict[tuple[str, int], int]] = {}
         self._details: dict[str, list[tuple[tuple[int, str, int], dict[str, Any]]]] = {
             a: [] for a in ANOMALIES
         }
@@ -260,7 +266,8 @@ class Checker:
             "produce_send": self._on_produce_send,
             "produce_ack": self._on_produce_ack,
             "consume": self._on_consume,
-            "rebalance": self._on_rebalance,
+            "assignment": self._on_assignment,
+            "node_crash": self._on_node_crash,
             "final_log": self._on_final_log,
             "convergence": self._on_convergence,
         }
@@ -391,7 +398,10 @@ class Checker:
     def _on_produce_send(self, ev: Event, seq: int, ts: int) -> None:
         key, value = _pkey(ev), _text(ev.get("value"))
         if key is not None and value is not None:
-            self._part(key).send_seq.setdefault(value, seq)
+            p = self._part(key)
+            if value not in p.send_seq:
+                p.send_seq[value] = seq
+                p.send_from[value] = (_text(ev.get("producer")), _acks(ev.get("acks")))
 
     def _on_produce_ack(self, ev: Event, seq: int, ts: int) -> None:
         key, offset, value = _pkey(ev), _int(ev.get("offset")), _text(ev.get("value"))
@@ -421,20 +431,42 @@ class Checker:
         if offset >= p.max_leader_hw or (hw is not None and offset >= hw):
             self._note("read_uncommitted", key, seq,
                        {**detail, "max_leader_hw": p.max_leader_hw})
-        # poll chains: consecutive reads of one consumer, one partition, one group generation.
-        gen = self._generation.get(group, 0)
-        ckey = (group, consumer, key[0], key[1])
-        chain = self._chains.get(ckey)
-        self._chains[ckey] = (gen, offset)
-        if chain is not None and chain[0] == gen:
-            if offset <= chain[1]:
-                self._note("nonmonotonic_poll", key, seq, {**detail, "previous_offset": chain[1]})
-            elif offset > chain[1] + 1:
-                self._note("poll_skip", key, seq, {**detail, "previous_offset": chain[1]})
+        # poll chains: consecutive reads of one consumer and one partition for as long as the
+        # assignment protocol keeps the consumer's position (see _on_assignment)
+        chains = self._chains.setdefault((group, consumer), {})
+        previous = chains.get(key)
+        chains[key] = offset
+        if previous is not None:
+            if offset <= previous:
+                self._note("nonmonotonic_poll", key, seq, {**detail, "previous_offset": previous})
+            elif offset > previous + 1:
+                self._note("poll_skip", key, seq, {**detail, "previous_offset": previous})
 
-    def _on_rebalance(self, ev: Event, seq: int, ts: int) -> None:
-        group = _text(ev.get("group"))
-        self._generation[group] = self._generation.get(group, 0) + 1
+    def _on_node_crash(self, ev: Event, seq: int, ts: int) -> None:
+        """A consumer process that stops keeps no position: its chains end (the restarted
+        process starts from the committed offsets; Jepsen gives it a new process id)."""
+        node = _text(ev.get("node"))
+        if node is not None and node.startswith(CONSUMER_NODE_PREFIX):
+            name = node[len(CONSUMER_NODE_PREFIX):]
+            for key in [k for k in self._chains if k[1] == name]:
+                del self._chains[key]
+
+    def _on_assignment(self, ev: Event, seq: int, ts: int) -> None:
+        """A consumer's new assignment ends the poll chains whose position the protocol in
+        force does not keep: every one under the eager protocol (the consumer starts each
+        partition again from the committed offset), only those of partitions taken away under
+        the cooperative one and for a manual ``assign`` (the position of a kept partition
+        survives: a skip or a step back on it is still an anomaly). Traces without a
+        ``protocol`` field come from eager consumers."""
+        chains = self._chains.get((_text(ev.get("group")), _text(ev.get("consumer"))))
+        if not chains:
+            return
+        parts = ev.get("partitions")
+        kept = {p for p in parts if type(p) is int} if isinstance(parts, list) else set()
+        if ev.get("protocol", "eager") == "eager":
+            kept = set()
+        for key in [k for k in chains if k[1] not in kept]:
+            del chains[key]
 
     def _on_final_log(self, ev: Event, seq: int, ts: int) -> None:
         key, replica = _pkey(ev), _int(ev.get("replica"))
@@ -619,10 +651,23 @@ class Checker:
                        {"value": value, "offsets": sorted(offsets[value])})
 
     def _judge_send_order(self, key: PartitionKey, p: _Partition) -> None:
+        """Each producer's sends in send order must land at increasing offsets. A send is
+        placed by its acknowledgement or, when that was lost (an error, a timeout, the
+        producer crashed), by the lowest offset a consumer read it at: the read is evidence
+        of where it was written, as in Jepsen's version orders (``must-have-committed?``)."""
         by_producer: dict[str | None, list[tuple[int, int, int, str, int]]] = {}
         for value, (offset, _, producer, seq, ts) in p.acks.items():
             order = p.send_seq.get(value, seq)
             by_producer.setdefault(producer, []).append((order, seq, offset, value, ts))
+        read_at: dict[str, tuple[int, int, int]] = {}
+        for offset, value, _, seq, ts, _, _ in p.consumes:
+            if value in p.send_from and value not in p.acks:
+                read_at[value] = min(read_at.get(value, (offset, seq, ts)), (offset, seq, ts))
+        for value, (offset, seq, ts) in read_at.items():
+            producer, acks = p.send_from[value]
+            if acks != "0":
+                by_producer.setdefault(producer, []).append(
+                    (p.send_seq[value], seq, offset, value, ts))
         for producer in sorted(by_producer, key=lambda x: (x is None, x or "")):
             sends = sorted(by_producer[producer])
             for (_, _, prev_offset, prev_value, _), (_, seq, offset, value, ts) in zip(

@@ -1,4 +1,5 @@
-"""Which of Kafka's own tests a conformance test follows (issue 17).
+"""Which of Kafka's own tests — or of Jepsen's Kafka checker tests — a conformance test
+follows (issue 17).
 
 Every test in ``tests/conformance/`` carries one or more ``@kafka(tag, test_class, method)``
 marks: the Kafka release tag whose code and tests it follows (the era isrlab models with
@@ -52,6 +53,24 @@ def kafka(tag: str, test_class: str, method: str) -> Callable[[F], F]:
     def mark(fn: F) -> F:
         cites: list[tuple[str, str, str]] = fn.__dict__.setdefault("__kafka__", [])
         cites.insert(0, (tag, test_class, method))
+        return fn
+
+    return mark
+
+
+#: Jepsen's queue checker (``jepsen.tests.kafka``) and its tests, at the commit read.
+JEPSEN_REPO = "jepsen-io/jepsen"
+JEPSEN_COMMIT = "c4c7473d9ee22a06318433f7c523185478dd6f86"
+JEPSEN_TEST_FILE = "jepsen/test/jepsen/tests/kafka_test.clj"
+
+
+def jepsen(deftest: str, case: str = "") -> Callable[[F], F]:
+    """Mark a conformance test as following Jepsen's ``deftest`` (and its ``testing`` case)
+    in ``JEPSEN_TEST_FILE``: the same history, as isrlab trace events, judged by isrlab's
+    checker; the test says where the verdicts agree and why where they differ."""
+    def mark(fn: F) -> F:
+        cites: list[tuple[str, str]] = fn.__dict__.setdefault("__jepsen__", [])
+        cites.insert(0, (deftest, case))
         return fn
 
     return mark

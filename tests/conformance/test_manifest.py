@@ -6,10 +6,11 @@ import importlib
 import re
 from pathlib import Path
 
-from kafkacite import KAFKA_TEST_FILES
+from kafkacite import JEPSEN_COMMIT, JEPSEN_REPO, JEPSEN_TEST_FILE, KAFKA_TEST_FILES
 
 HERE = Path(__file__).resolve().parent
 ROW = re.compile(r"^\|\s*([\w.]+)\s*\|\s*(\w+)\s*\|\s*(\w+)\s*\|\s*`([\w.:]+)`\s*\|$")
+JEPSEN_ROW = re.compile(r"^\|\s*`([\w-]+)`\s*\|\s*([^|]*?)\s*\|\s*`([\w.:]+)`\s*\|$")
 
 
 def _marks() -> set[tuple[str, str, str, str]]:
@@ -21,6 +22,26 @@ def _marks() -> set[tuple[str, str, str, str]]:
                 for tag, cls, method in getattr(fn, "__kafka__", []):
                     found.add((tag, cls, method, f"{path.name}::{name}"))
     return found
+
+
+def _jepsen_marks() -> set[tuple[str, str, str]]:
+    found: set[tuple[str, str, str]] = set()
+    for path in sorted(HERE.glob("test_*.py")):
+        module = importlib.import_module(path.stem)
+        for name, fn in sorted(vars(module).items()):
+            if name.startswith("test_") and callable(fn):
+                for deftest, case in getattr(fn, "__jepsen__", []):
+                    found.add((deftest, case, f"{path.name}::{name}"))
+    return found
+
+
+def _jepsen_manifest() -> set[tuple[str, str, str]]:
+    rows: set[tuple[str, str, str]] = set()
+    for line in (HERE / "MANIFEST.md").read_text().splitlines():
+        m = JEPSEN_ROW.match(line.strip())
+        if m:
+            rows.add((m.group(1), m.group(2), m.group(3)))
+    return rows
 
 
 def _manifest() -> set[tuple[str, str, str, str]]:
@@ -38,6 +59,9 @@ def test_manifest_lists_exactly_the_kafka_tests_the_suite_follows() -> None:
     marks, rows = _marks(), _manifest()
     assert not marks - rows, f"marks missing from MANIFEST.md: {sorted(marks - rows)}"
     assert not rows - marks, f"MANIFEST.md rows with no test: {sorted(rows - marks)}"
+    jmarks, jrows = _jepsen_marks(), _jepsen_manifest()
+    assert not jmarks - jrows, f"Jepsen marks missing from MANIFEST.md: {sorted(jmarks - jrows)}"
+    assert not jrows - jmarks, f"MANIFEST.md Jepsen rows with no test: {sorted(jrows - jmarks)}"
 
 
 def test_every_conformance_test_cites_kafka_and_says_what_it_asserts() -> None:
@@ -48,7 +72,8 @@ def test_every_conformance_test_cites_kafka_and_says_what_it_asserts() -> None:
         module = importlib.import_module(path.stem)
         for name, fn in vars(module).items():
             if name.startswith("test_") and callable(fn):
-                assert getattr(fn, "__kafka__", None), f"{path.name}::{name} cites no Kafka test"
+                assert getattr(fn, "__kafka__", None) or getattr(fn, "__jepsen__", None), (
+                    f"{path.name}::{name} cites no Kafka (or Jepsen) test")
                 assert (fn.__doc__ or "").strip(), f"{path.name}::{name} has no docstring"
 
 
@@ -79,12 +104,20 @@ def render() -> str:
               "| Kafka tag | Kafka test class | Kafka test method | isrlab test |",
               "|---|---|---|---|"]
     lines += [f"| {tag} | {cls} | {method} | `{test}` |" for tag, cls, method, test in marks]
+    jmarks = sorted(_jepsen_marks())
+    lines += ["", "## Jepsen's Kafka queue checker", "",
+              f"The histories of `{JEPSEN_TEST_FILE}` ({JEPSEN_REPO} at {JEPSEN_COMMIT[:12]}),",
+              "written as isrlab trace events and judged by isrlab's checker; each test says",
+              "where the verdicts agree and why where they differ (`docs/anomalies.md`). "
+              f"{len({d for d, _, _ in jmarks})} deftests, {len(jmarks)} rows.", "",
+              "| Jepsen deftest | testing case | isrlab test |", "|---|---|---|"]
+    lines += [f"| `{d}` | {c} | `{test}` |" for d, c, test in jmarks]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
     import sys
 
-    sys.path.insert(0, str(HERE))
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
     (HERE / "MANIFEST.md").write_text(render())
     print(f"wrote {HERE / 'MANIFEST.md'}")

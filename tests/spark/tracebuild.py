@@ -107,9 +107,20 @@ class Trace:
                          consumer=consumer, topic=TOPIC, partition=partition, offset=offset,
                          value=value, hw=hw)
 
-    def rebalance(self, group: str = "g", generation: int = 1) -> Trace:
-        return self.emit("rebalance", node="controller", actor="controller", group=group,
-                         generation=generation, assignment={"c0": [[TOPIC, 0]]})
+    def rebalance(self, group: str = "g", generation: int = 1,
+                  protocol: str | None = "eager") -> Trace:
+        """The coordinator's new generation, and consumer c0's new assignment (partition 0)
+        under ``protocol`` (None: an assignment event without the field, as older traces)."""
+        self.emit("rebalance", node="controller", actor="controller", group=group,
+                  generation=generation, reason="test", assignment={"c0": [0]})
+        return self.assignment([0], group=group, generation=generation, protocol=protocol)
+
+    def assignment(self, partitions: list[int], consumer: str = "c0", group: str = "g",
+                   generation: int = 1, protocol: str | None = "eager") -> Trace:
+        extra = {} if protocol is None else {"protocol": protocol}
+        return self.emit("assignment", node=f"consumer-{group}-0", actor="consumer",
+                         group=group, consumer=consumer, generation=generation,
+                         partitions=partitions, revoked=[], **extra)
 
     def final_log(self, replica: int, records: list[tuple[int, str]], hw: int,
                   log_start_offset: int = 0, epoch: int = 1, partition: int = 0) -> Trace:
@@ -257,6 +268,21 @@ def catalogue() -> dict[str, Trace]:
     t = healthy()
     t.converged(False)
     out["not_converged"] = t
+
+    t = Trace()  # an ack lost, the read places the send: reordered; a cooperative chain
+    t.elect(0, [0, 1, 2])
+    t.at(1).send("p0-0").send("p0-1").hw(0, 0, 4).ack("p0-1", 0)
+    t.send("p0-2").send("p0-3").ack("p0-2", 2).ack("p0-3", 3)
+    t.consume(0, "p0-1", hw=4).consume(1, "p0-0", hw=4)
+    t.at(2).rebalance(protocol="cooperative").consume(3, "p0-3", hw=4)     # skips 2
+    t.at(3).assignment([1], protocol="cooperative").assignment([0], protocol="cooperative")
+    t.consume(2, "p0-2", hw=4)                                              # a new chain
+    t.at(4).emit("node_crash", node="consumer-c0", actor="sim", kind="process")
+    t.consume(1, "p0-0", hw=4)                                              # a new process
+    t.at(30).converged(True)
+    for r in (0, 1, 2):
+        t.final_log(r, [(0, "p0-1"), (1, "p0-0"), (2, "p0-2"), (3, "p0-3")], hw=4)
+    out["placed_send_cooperative"] = t
 
     out["all_crashed"] = all_crashed()  # offline, nothing lost: the logs are on disk
     out["all_crashed_lost_tail"] = all_crashed(lost_tail=True)
