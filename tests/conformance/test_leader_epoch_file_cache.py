@@ -26,6 +26,9 @@ Not ported from 3.7.0: ``testPreviousEpoch``, ``testFindPreviousEpoch``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pytest
 from kafkacite import kafka
 
@@ -252,76 +255,73 @@ def test_a_follower_appending_record_by_record_keeps_one_entry_an_epoch(era: str
 
 # --- truncation from the end (log truncation) and from the start (log start offset) -----
 
-@kafka("2.0.0", LEFC, "shouldDropEntriesOnEpochBoundaryWhenRemovingLatestEntries")
-@kafka("3.7.0", LEFC, "shouldDropEntriesOnEpochBoundaryWhenRemovingLatestEntries")
-@BOTH_ERAS
-def test_truncating_the_end_at_an_epoch_start_drops_that_epoch_and_later(era: str) -> None:
-    """(2,6) (3,8) (4,11) truncated from the end at 8: only (2, 6) remains (inclusive)."""
+ALL_THREE = [(2, 6), (3, 8), (4, 11)]
+#: Kafka's cases on epochs 2, 3, 4 at 6, 8, 11: (offset, entries after, its 2.0.0 method,
+#: its 3.7.0 method). 2.0.0 calls ``truncateFromEnd`` ``clearAndFlushLatest`` and
+#: ``truncateFromStart`` ``clearAndFlushEarliest``, and swaps the two "undefined" names.
+FROM_END = [
+    (8, [(2, 6)], "shouldDropEntriesOnEpochBoundaryWhenRemovingLatestEntries",
+     "shouldDropEntriesOnEpochBoundaryWhenRemovingLatestEntries"),
+    (9, [(2, 6), (3, 8)], "shouldDropEntriesBetweenEpochBoundaryWhenRemovingNewest",
+     "shouldDropEntriesBetweenEpochBoundaryWhenRemovingNewest"),
+    (UNDEFINED, ALL_THREE, "shouldNotResetEpochHistoryHeadIfUndefinedPassed",
+     "shouldNotResetEpochHistoryTailIfUndefinedPassed"),
+]
+FROM_START = [
+    (8, [(3, 8), (4, 11)], "shouldPreserveResetOffsetOnClearEarliestIfOneExists",
+     "shouldPreserveResetOffsetOnClearEarliestIfOneExists"),
+    (9, [(3, 9), (4, 11)], "shouldUpdateSavedOffsetWhenOffsetToClearToIsBetweenEpochs",
+     "shouldUpdateSavedOffsetWhenOffsetToClearToIsBetweenEpochs"),
+    (9, [(3, 9), (4, 11)], "shouldUpdateOffsetBetweenEpochBoundariesOnClearEarliest",
+     "shouldUpdateOffsetBetweenEpochBoundariesOnClearEarliest"),
+    (1, ALL_THREE, "shouldNotClearAnythingIfOffsetToEarly",
+     "shouldNotClearAnythingIfOffsetToEarly"),
+    (6, ALL_THREE, "shouldNotClearAnythingIfOffsetToFirstOffset",
+     "shouldNotClearAnythingIfOffsetToFirstOffset"),
+    (11, [(4, 11)], "shouldRetainLatestEpochOnClearAllEarliest",
+     "shouldRetainLatestEpochOnClearAllEarliest"),
+    (15, [(4, 15)], "shouldRetainLatestEpochOnClearAllEarliestAndUpdateItsOffset",
+     "shouldRetainLatestEpochOnClearAllEarliestAndUpdateItsOffset"),
+    (UNDEFINED, ALL_THREE, "shouldNotResetEpochHistoryTailIfUndefinedPassed",
+     "shouldNotResetEpochHistoryHeadIfUndefinedPassed"),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _cite_cases(cases: list[tuple[int, list[tuple[int, int]], str, str]]
+                ) -> Callable[[F], F]:
+    """One ``@kafka`` mark per case and tag, and the cases as parameters (era × case)."""
+    def mark(fn: F) -> F:
+        for _, _, m20, m37 in cases:
+            fn = kafka("3.7.0", LEFC, m37)(kafka("2.0.0", LEFC, m20)(fn))
+        params = [(era, off, after) for era in ("2.0", "3.7") for off, after, _, _ in cases]
+        return pytest.mark.parametrize("era, offset, after", params)(fn)  # type: ignore[no-any-return]
+    return mark
+
+
+@_cite_cases(FROM_END)
+def test_truncating_the_end_drops_every_epoch_starting_at_or_after_the_offset(
+        era: str, offset: int, after: list[tuple[int, int]]) -> None:
+    """``truncateFromEnd`` (a log truncated to ``offset``): at an epoch's start that epoch
+    goes too (inclusive), inside one it stays, at -1 nothing changes; the checkpoint
+    follows."""
     c = three_epochs(era)
-    c.truncate_from_end(8)
-    assert entries(c) == [(2, 6)]
+    c.truncate_from_end(offset)
+    assert entries(c) == after
+    assert c.latest_epoch() == after[-1][0]
 
 
-@kafka("2.0.0", LEFC, "shouldDropEntriesBetweenEpochBoundaryWhenRemovingNewest")
-@kafka("3.7.0", LEFC, "shouldDropEntriesBetweenEpochBoundaryWhenRemovingNewest")
-@BOTH_ERAS
-def test_truncating_the_end_inside_an_epoch_keeps_that_epoch(era: str) -> None:
-    """Truncated from the end at 9: (2, 6) and (3, 8) remain and 3 is the latest epoch."""
+@_cite_cases(FROM_START)
+def test_moving_the_start_keeps_the_last_epoch_at_or_below_it_moved_there(
+        era: str, offset: int, after: list[tuple[int, int]]) -> None:
+    """``truncateFromStart`` (the log start offset moved to ``offset``): below or at the
+    first epoch's start nothing changes; otherwise the epochs starting at or before it give
+    way to the latest of them, starting at ``offset`` (never an empty cache); -1 changes
+    nothing; the checkpoint follows."""
     c = three_epochs(era)
-    c.truncate_from_end(9)
-    assert c.latest_epoch() == 3
-    assert entries(c) == [(2, 6), (3, 8)]
-
-
-@kafka("2.0.0", LEFC, "shouldNotResetEpochHistoryHeadIfUndefinedPassed")
-@kafka("3.7.0", LEFC, "shouldNotResetEpochHistoryTailIfUndefinedPassed")
-@BOTH_ERAS
-def test_truncating_the_end_at_the_undefined_offset_changes_nothing(era: str) -> None:
-    """truncateFromEnd(-1) (2.0.0: ``clearAndFlushLatest``) leaves all three entries."""
-    c = three_epochs(era)
-    c.truncate_from_end(UNDEFINED)
-    assert entries(c) == [(2, 6), (3, 8), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldNotResetEpochHistoryTailIfUndefinedPassed")
-@kafka("3.7.0", LEFC, "shouldNotResetEpochHistoryHeadIfUndefinedPassed")
-@BOTH_ERAS
-def test_truncating_the_start_at_the_undefined_offset_changes_nothing(era: str) -> None:
-    """truncateFromStart(-1) (2.0.0: ``clearAndFlushEarliest``) leaves all three entries."""
-    c = three_epochs(era)
-    c.truncate_from_start(UNDEFINED)
-    assert entries(c) == [(2, 6), (3, 8), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldPreserveResetOffsetOnClearEarliestIfOneExists")
-@kafka("3.7.0", LEFC, "shouldPreserveResetOffsetOnClearEarliestIfOneExists")
-@BOTH_ERAS
-def test_moving_the_start_onto_an_epoch_start_keeps_that_entry(era: str) -> None:
-    """Truncated from the start at 8: (3, 8) and (4, 11)."""
-    c = three_epochs(era)
-    c.truncate_from_start(8)
-    assert entries(c) == [(3, 8), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldUpdateSavedOffsetWhenOffsetToClearToIsBetweenEpochs")
-@kafka("3.7.0", LEFC, "shouldUpdateSavedOffsetWhenOffsetToClearToIsBetweenEpochs")
-@BOTH_ERAS
-def test_moving_the_start_inside_an_epoch_moves_that_epochs_start(era: str) -> None:
-    """Truncated from the start at 9: epoch 3 is kept, starting at 9 (8 is gone)."""
-    c = three_epochs(era)
-    c.truncate_from_start(9)
-    assert entries(c) == [(3, 9), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldUpdateOffsetBetweenEpochBoundariesOnClearEarliest")
-@kafka("3.7.0", LEFC, "shouldUpdateOffsetBetweenEpochBoundariesOnClearEarliest")
-@BOTH_ERAS
-def test_moving_the_start_between_8_and_11_rewrites_the_middle_entry(era: str) -> None:
-    """Kafka's second case of the same rule, between 8 and 11 at 9: (3, 9), (4, 11)."""
-    c = three_epochs(era)
-    c.truncate_from_start(9)
-    assert c.start_offset_of(3) == 9
-    assert c.start_offset_of(2) == UNDEFINED
+    c.truncate_from_start(offset)
+    assert entries(c) == after
 
 
 @kafka("2.0.0", LEFC, "shouldUpdateOffsetBetweenEpochBoundariesOnClearEarliest2")
@@ -332,46 +332,6 @@ def test_moving_the_start_inside_the_first_epoch_moves_only_its_start(era: str) 
     c = cache(era, (0, 0), (1, 7), (2, 10))
     c.truncate_from_start(5)
     assert entries(c) == [(0, 5), (1, 7), (2, 10)]
-
-
-@kafka("2.0.0", LEFC, "shouldNotClearAnythingIfOffsetToEarly")
-@kafka("3.7.0", LEFC, "shouldNotClearAnythingIfOffsetToEarly")
-@BOTH_ERAS
-def test_moving_the_start_below_the_first_epoch_changes_nothing(era: str) -> None:
-    """Truncated from the start at 1, below epoch 2's 6: all three entries unchanged."""
-    c = three_epochs(era)
-    c.truncate_from_start(1)
-    assert entries(c) == [(2, 6), (3, 8), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldNotClearAnythingIfOffsetToFirstOffset")
-@kafka("3.7.0", LEFC, "shouldNotClearAnythingIfOffsetToFirstOffset")
-@BOTH_ERAS
-def test_moving_the_start_onto_the_first_epoch_start_changes_nothing(era: str) -> None:
-    """Truncated from the start at 6, epoch 2's start: all three entries unchanged."""
-    c = three_epochs(era)
-    c.truncate_from_start(6)
-    assert entries(c) == [(2, 6), (3, 8), (4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldRetainLatestEpochOnClearAllEarliest")
-@kafka("3.7.0", LEFC, "shouldRetainLatestEpochOnClearAllEarliest")
-@BOTH_ERAS
-def test_moving_the_start_onto_the_latest_epoch_start_keeps_only_it(era: str) -> None:
-    """Truncated from the start at 11: (4, 11) alone."""
-    c = three_epochs(era)
-    c.truncate_from_start(11)
-    assert entries(c) == [(4, 11)]
-
-
-@kafka("2.0.0", LEFC, "shouldRetainLatestEpochOnClearAllEarliestAndUpdateItsOffset")
-@kafka("3.7.0", LEFC, "shouldRetainLatestEpochOnClearAllEarliestAndUpdateItsOffset")
-@BOTH_ERAS
-def test_moving_the_start_past_every_epoch_start_keeps_the_latest_moved_there(era: str) -> None:
-    """Truncated from the start at 15: (4, 15) alone, never an empty cache."""
-    c = three_epochs(era)
-    c.truncate_from_start(15)
-    assert entries(c) == [(4, 15)]
 
 
 @kafka("2.0.0", LEFC, "shouldClearAllEntries")
