@@ -222,3 +222,53 @@ def test_kraft_isr_changes_keep_the_leader_epoch() -> None:
     ctx.fence(3)
     p = ctx.p()
     assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (1, (1, 2), 0, 3)
+
+
+# --- ELR population (KIP-966; era 4.1), from a prepared partition state ------------------
+
+def _elr_ctx(isr: tuple[int, ...], elr: tuple[int, ...] = (),
+             last_known_elr: tuple[int, ...] = ()) -> Ctx:
+    """Replicas (1, 2, 3, 4), leader 1, min ISR 3, with the given ISR, ELR and last-known
+    ELR (``PartitionRegistration.Builder`` in Kafka's tests)."""
+    ctx = Ctx((1, 2, 3, 4), [(1, 2, 3, 4)], min_isr=3)
+    p = ctx.p()
+    p.isr, p.elr, p.last_known_elr = isr, elr, last_known_elr
+    return ctx
+
+
+@kafka("3.7.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_IsrShrinkBelowMinISR")
+def test_a_shrink_below_min_isr_puts_the_removed_members_in_the_elr() -> None:
+    """ISR (1, 2, 3, 4) shrunk by the leader to (1, 2), under min ISR 3: ELR (3, 4), no
+    last-known ELR."""
+    ctx = _elr_ctx((1, 2, 3, 4))
+    _consistent(ctx, ctx.alter(1, (1, 2)))
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1, 2), (3, 4), ())
+
+
+@kafka("3.7.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_IsrExpandAboveMinISR")
+def test_an_expansion_back_to_min_isr_clears_the_elr_and_the_last_known_elr() -> None:
+    """ISR (1, 2), ELR (3), last-known ELR (4): expanded to (1, 2, 3), which meets min ISR
+    3, both are emptied."""
+    ctx = _elr_ctx((1, 2), (3,), (4,))
+    _consistent(ctx, ctx.alter(1, (1, 2, 3)))
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((), ())
+
+
+@kafka("3.7.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_IsrAddNewMemberNotInELR")
+def test_a_new_isr_member_from_outside_the_elr_leaves_the_elr_as_it_is() -> None:
+    """ISR (1), ELR (3), last-known ELR (2): 4 joins, ISR (1, 4) still under min ISR 3, and
+    the ELR and last-known ELR stay (3) and (2)."""
+    ctx = _elr_ctx((1,), (3,), (2,))
+    _consistent(ctx, ctx.alter(1, (1, 4)))
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1, 4), (3,), (2,))
+
+
+@kafka("3.7.0", "PartitionChangeBuilderTest",
+       "testEligibleLeaderReplicas_RemoveUncleanShutdownReplicasFromElr")
+def test_a_replica_back_from_an_unclean_shutdown_leaves_the_elr_for_the_last_known() -> None:
+    """ISR (1), ELR (2, 3): broker 3 registers again after an unclean shutdown (KAFKA-15586):
+    it leaves the ELR, which becomes (2), and is kept as last-known ELR (3)."""
+    ctx = _elr_ctx((1,), (2, 3))
+    ctx.c.handle(BrokerRegistration(3, 2, False), ("broker-3", "broker"))
+    ctx.c.drain()
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1,), (2,), (3,))
