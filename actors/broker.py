@@ -177,6 +177,7 @@ class Broker(Machine):
         g.members[m.member] = Member(src, m.incarnation, self.now_ms, m.session_timeout_ms)
         if old is not None and old.incarnation == m.incarnation and m.member in g.pending:
             g.pending.discard(m.member)         # rejoined after committing
+            g.rejoined.add(m.member)
             if not g.pending:
                 self._complete_rebalance(g)
             return
@@ -193,8 +194,9 @@ class Broker(Machine):
         """``PreparingRebalance``: every other member holding partitions must commit and
         rejoin first; with none, the new generation is completed at once."""
         holders = {name for name in g.members
-                   if name != joined and g.assignment.get(name)}
+                   if name != joined and name not in g.rejoined and g.assignment.get(name)}
         g.prepare_reason = reason if not g.pending else f"{g.prepare_reason}; {reason}"
+        told = set(g.pending)
         g.pending = (g.pending | holders) & set(g.members)
         g.pending.discard(joined)
         if not g.pending:
@@ -202,13 +204,14 @@ class Broker(Machine):
             return
         g.prepare_deadline_ms = self.now_ms + max(
             (g.members[n].session_timeout_ms for n in g.pending), default=0)
-        for name in sorted(g.pending):
+        for name in sorted(g.pending - told):
             self.send(g.members[name].address, GroupAssignment(
                 g.name, name, g.generation, g.assignment.get(name, ()), REBALANCE_IN_PROGRESS,
                 0))
 
     def _complete_rebalance(self, g: Group) -> None:
         reason, g.prepare_reason = g.prepare_reason, ""
+        g.rejoined.clear()
         g.rebalance()
         self.emit("rebalance", group=g.name, generation=g.generation, reason=reason,
                   assignment={m: list(p) for m, p in sorted(g.assignment.items())})

@@ -123,9 +123,17 @@ class Consumer(Client):
         if a.generation < self.generation:
             return
         if a.error == REBALANCE_IN_PROGRESS:
-            if a.generation == self.generation and not self._rejoining:
-                self._prepare_rebalance()
+            if a.generation == self.generation:
+                if self._rejoining:
+                    self._join()          # told again: our JoinGroup may have been lost
+                else:
+                    self._prepare_rebalance()
             return
+        if (a.generation == self.generation and not self._rejoining
+                and tuple(a.partitions) == self.assigned):
+            self._join_corr = -1
+            self._last_coordinator_ms = self.now_ms
+            return                                 # a re-delivery of what we hold
         self._rejoining = False
         self._join_corr = -1
         self._last_coordinator_ms = self.now_ms
@@ -159,6 +167,22 @@ class Consumer(Client):
             self.outstanding.clear()
             self._rejoining = True
         self._join()
+
+    def _lose_partitions(self) -> None:
+        """The coordinator no longer knows us (it restarted, or expired us): the partitions
+        are lost, not revoked — nothing can be committed any more — under either protocol
+        (``onPartitionsLost``; ``resetGenerationOnResponseError``: generation -1); the
+        traced assignment is empty until the group gives us partitions again."""
+        if not self.assigned and self.generation < 0:
+            return
+        lost = list(self.assigned)
+        self.position.clear()
+        self.outstanding.clear()
+        self.assigned = ()
+        self.generation = -1
+        self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
+                  generation=-1, partitions=[], revoked=lost,
+                  protocol=protocol_of(self.cfg.assignor))
 
     # -- per partition -----------------------------------------------------------------------
     def _offset_fetch(self, p: int) -> None:
@@ -279,6 +303,7 @@ class Consumer(Client):
         elif t is GroupHeartbeatResponse:
             self._last_coordinator_ms = self.now_ms
             if msg.error == UNKNOWN_MEMBER_ID:
+                self._lose_partitions()
                 self._join()
         elif t is OffsetCommitResponse:
             pass

@@ -98,6 +98,8 @@ class Group:
     assignment: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: PreparingRebalance: the members still to rejoin, and until when they may
     pending: set[str] = field(default_factory=set)
+    #: PreparingRebalance: the members that have rejoined already
+    rejoined: set[str] = field(default_factory=set)
     prepare_deadline_ms: int = 0
     prepare_reason: str = ""
 

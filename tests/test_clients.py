@@ -362,3 +362,23 @@ def test_cooperative_members_keep_reading_their_partitions_through_a_rebalance(
         assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
     verdict = check_events(iter(evs)).anomalies
     assert verdict["poll_skip"] == verdict["nonmonotonic_poll"] == 0
+
+
+def test_a_member_the_coordinator_forgot_loses_its_partitions_and_starts_over() -> None:
+    """UNKNOWN_MEMBER_ID (the coordinator restarted or expired us): the partitions are lost,
+    not revoked — positions dropped, generation -1, an empty assignment traced — so the
+    coordinator's fresh generation 1 is a new assignment, read from the committed offsets
+    (before, a member at generation 1 took the new generation 1 for a re-delivery)."""
+    from actors.core import Emit, Send
+    from actors.messages import GroupAssignment, GroupHeartbeatResponse, OffsetFetch
+    c = _consumer_at("cooperative-sticky", {0: 7, 1: 9})
+    c.handle(GroupHeartbeatResponse("g0", "g0-0", "UNKNOWN_MEMBER_ID", -1),
+             ("broker-1", "broker"))
+    out = c.drain()
+    (lost,) = [e.fields for e in out if isinstance(e, Emit) and e.event == "assignment"]
+    assert (lost["partitions"], lost["revoked"], lost["generation"]) == ([], [0, 1], -1)
+    assert c.position == {} and c.generation == -1
+    c.handle(GroupAssignment("g0", "g0-0", 1, (0, 1), "NONE", 0), ("broker-1", "broker"))
+    asked = [e.msg.partition for e in c.drain()
+             if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
+    assert sorted(asked) == [0, 1]
