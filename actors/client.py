@@ -23,6 +23,7 @@ class Client(Machine):
         self.leaders: dict[tuple[str, int], tuple[int, int]] = {}
         self._corr = 0
         self._metadata_corr = -1
+        self._metadata_broker = -1
         self._bootstrap_i = 0
 
     def next_correlation(self) -> int:
@@ -42,6 +43,7 @@ class Client(Machine):
         self._metadata_corr = corr
         broker = self.brokers[self._bootstrap_i % len(self.brokers)]
         self._bootstrap_i += 1
+        self._metadata_broker = broker
         self.send((f"broker-{broker}", "broker"), MetadataRequest(corr))
         self.timer(self.request_timeout_ms, Tick("metadata_timeout", corr, 0))
 
@@ -68,6 +70,12 @@ class Client(Machine):
             self.refresh_metadata()
             return True
         return False
+
+    def connection_reset(self, peer: str) -> None:
+        """A metadata request in flight to ``peer`` fails now: ask the next broker."""
+        if self._metadata_corr >= 0 and peer == f"broker-{self._metadata_broker}":
+            self._metadata_corr = -1
+            self.refresh_metadata()
 
     def on_metadata(self) -> None:
         """Called after every metadata response."""

@@ -96,6 +96,8 @@ class Consumer(Client):
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
+        #: partition -> (node, request) of what is in flight
+        self.outstanding_to: dict[int, tuple[str, str]] = {}
         self.consumer_name = f"{cfg.group}-{cfg.member}"
         self._join_corr = -1
         self._last_coordinator_ms = 0
@@ -188,6 +190,7 @@ class Consumer(Client):
     def _offset_fetch(self, p: int) -> None:
         corr = self.next_correlation()
         self.outstanding[p] = corr
+        self.outstanding_to[p] = (self.coordinator[0], "OffsetFetch")
         self.send(self.coordinator, OffsetFetch(self.cfg.group, self.cfg.topic, p, corr))
         self.timer(self.cfg.request_timeout_ms, Tick("timeout", corr, p))
 
@@ -205,6 +208,7 @@ class Consumer(Client):
             return
         corr = self.next_correlation()
         self.outstanding[p] = corr
+        self.outstanding_to[p] = (f"broker-{leader}", "ListOffsets")
         self.send(self.replica_address(leader, self.cfg.topic, p),
                   ListOffsets(self.cfg.topic, p, -2 if policy == "earliest" else -1, corr))
         self.timer(self.cfg.request_timeout_ms, Tick("timeout", corr, p))
@@ -218,11 +222,24 @@ class Consumer(Client):
             return
         corr = self.next_correlation()
         self.outstanding[p] = corr
+        self.outstanding_to[p] = (f"broker-{leader}", "Fetch")
         self.send(self.replica_address(leader, self.cfg.topic, p), Fetch(
             self.cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
             self.cfg.max_poll_records, corr))
         self.timer(self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms,
                    Tick("timeout", corr, p))
+
+    def connection_reset(self, peer: str) -> None:
+        """The requests in flight to ``peer`` (fetches, offset lookups) fail now and are
+        tried again after the backoff, with fresh metadata; group membership keeps its
+        heartbeat and join timeouts (the coordinator is found again by them)."""
+        super().connection_reset(peer)
+        for p in sorted(p for p in self.outstanding
+                        if self.outstanding_to.get(p, ("", ""))[0] == peer):
+            self.emit("request_failed", topic=self.cfg.topic, partition=p, peer=peer,
+                      request=self.outstanding_to[p][1], reason="disconnected")
+            self._retry_later(p)
+            self.refresh_metadata()
 
     def _retry_later(self, p: int) -> None:
         self.outstanding.pop(p, None)

@@ -104,6 +104,11 @@ class Machine:
     def handle(self, msg: Any, src: Address) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def connection_reset(self, peer: str) -> None:
+        """The connection to node ``peer`` was reset (its process died on a live host): the
+        requests in flight to it fail now, as Kafka's ``NetworkClient`` fails them on a
+        disconnect, instead of at their timeout. A reset never fences anyone."""
+
     def frame_rejected(self, src: Address, error: str) -> None:
         """A frame addressed to this actor failed its checksum or did not decode."""
         self.emit("frame_rejected", src=f"{src[0]}/{src[1]}",

@@ -36,10 +36,11 @@ DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
 ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
 REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
 UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 
 RETRIABLE = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
                        NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                       REQUEST_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER})
+                       REQUEST_TIMED_OUT, OUT_OF_ORDER_SEQUENCE_NUMBER, NETWORK_EXCEPTION})
 
 
 def metadata_view_crc(partitions: list[tuple[str, int, int, int, int]],
@@ -253,6 +254,18 @@ class ListOffsetsResponse:
     error: str
     offset: int
     correlation: int
+
+
+# --- the simulated TCP stack -------------------------------------------------------------
+@message(41)
+class ConnectionReset:
+    """The connection to ``peer`` was reset: its process died (or shut down) on a live host,
+    and the host's kernel answered with a reset. Sent by the runtime, not by an actor, one
+    network delay after the death, to every actor of every node the link reaches; a host
+    that lost power, a cut link or a paused process send nothing (the peer's request times
+    out). The runtime hands it to :meth:`actors.core.Machine.connection_reset`."""
+
+    peer: str
 
 
 # --- timers (self-addressed) -----------------------------------------------------------------

@@ -32,6 +32,7 @@ from actors.client import Client
 from actors.core import US_PER_MS
 from actors.messages import (
     DELIVERY_TIMEOUT,
+    NETWORK_EXCEPTION,
     NONE,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     RETRIABLE,
@@ -92,7 +93,7 @@ class Producer(Client):
         self.sent = 0
         self.open: dict[int, Batch] = {}
         self.queues: dict[int, deque[Batch]] = {p: deque() for p in range(cfg.partitions)}
-        self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, sent at)
+        self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, broker)
         self.inflight_per_partition: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
@@ -180,7 +181,7 @@ class Producer(Client):
                 self.emit("produce_ack", topic=self.cfg.topic, partition=batch.partition,
                           value=v, offset=-1, producer=self.producer_id, acks=self.cfg.acks)
             return
-        self.inflight[corr] = (batch, self.now_ms)
+        self.inflight[corr] = (batch, leader)
         self.inflight_per_partition[batch.partition] += 1
         self.timer(self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0))
 
@@ -260,6 +261,19 @@ class Producer(Client):
                 self._drain()
             elif k == "request_timeout":
                 self._complete(msg.token, "REQUEST_TIMED_OUT", -1)
+
+    def connection_reset(self, peer: str) -> None:
+        """Every produce request in flight to ``peer`` fails with NETWORK_EXCEPTION now
+        (``Sender.handleDisconnection``); a retriable error, so the batches are retried after
+        ``retry.backoff.ms`` with fresh metadata — a batch the dead leader had appended may
+        then be written twice unless the producer is idempotent, as in Kafka."""
+        super().connection_reset(peer)
+        for corr in sorted(c for c, (_, broker) in self.inflight.items()
+                           if f"broker-{broker}" == peer):
+            batch = self.inflight[corr][0]
+            self.emit("request_failed", topic=self.cfg.topic, partition=batch.partition,
+                      peer=peer, request="Produce", reason="disconnected")
+            self._complete(corr, NETWORK_EXCEPTION, -1)
 
     def on_metadata(self) -> None:
         self._drain()

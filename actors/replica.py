@@ -867,6 +867,27 @@ class Replica(Machine):
         self.timer(self.cfg.replica_socket_timeout_ms,
                    Tick("fetch_timeout", corr, self._fetch_gen))
 
+    def connection_reset(self, peer: str) -> None:
+        """The connection to ``peer`` was reset. A follower whose leader it is fails its
+        fetch (or epoch lookup) now and, as ``AbstractFetcherThread`` does for a partition
+        with an error, tries again after ``replica.fetch.backoff.ms`` (the fetcher's client
+        reconnects without a backoff of its own). A leader with an AlterPartition in flight
+        to the controller sends it again soon (``AlterPartitionManager``); in the ZooKeeper
+        eras the ISR is written to ZooKeeper, not through the controller: nothing to do."""
+        if (self.role == "follower" and self.leader >= 0 and self._outstanding >= 0
+                and peer == self._addr(self.leader)[0]):
+            self.emit("request_failed", **self._tp(), peer=peer,
+                      request="OffsetsForLeaderEpoch" if self._outstanding_is_epoch
+                      else "Fetch", reason="disconnected")
+            self._backoff()
+        elif (self.role == "leader" and peer == CONTROLLER[0] and self.pending_isr is not None
+              and self._alter_token >= 0 and self.rules.alter_partition_errors != "zk"):
+            self.emit("request_failed", **self._tp(), peer=peer, request="AlterPartition",
+                      reason="disconnected")
+            self._alter_token = self._next_token()
+            self.timer(ALTER_PARTITION_RETRY_MS,
+                       Tick("alter_partition_timeout", self._alter_token, self._fetch_gen))
+
     def _backoff(self) -> None:
         self._outstanding = -1
         self.timer(self.cfg.replica_fetch_backoff_ms, Tick("fetch_backoff", 0, self._fetch_gen))

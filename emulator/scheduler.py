@@ -39,6 +39,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from actors.core import Emit, Machine, Send, Timer
+from actors.messages import ConnectionReset
 from actors.wire import Codec, FrameError, decode
 from emulator.network import Network
 from traces.writer import TraceWriter
@@ -46,6 +47,8 @@ from traces.writer import TraceWriter
 DELIVER: Final = 0
 CONTROL: Final = 1
 SEQ_BITS: Final = 40
+#: the actor name a connection reset comes from: the dead process's kernel, not an actor
+TCP: Final = "tcp"
 SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 
 # An actor's inbox item: (cause index in the batch, src address, msgpack frame bytes — or,
@@ -63,7 +66,7 @@ class Node:
     """One simulated process: a broker, the controller, or a client."""
 
     __slots__ = ("name", "storage", "factory", "state", "machines", "inboxes", "scope",
-                 "held", "incarnation")
+                 "held", "incarnation", "power_off")
 
     def __init__(self, name: str, storage: Storage,
                  factory: Callable[[Node], list[Machine]]) -> None:
@@ -76,6 +79,9 @@ class Node:
         self.scope: trio.CancelScope | None = None
         self.held: list[tuple[Any, ...]] = []
         self.incarnation = 0
+        #: down because its host lost power (nothing answers) rather than its process died
+        #: on a live host (the kernel refuses connections)
+        self.power_off = False
 
 
 class Scheduler:
@@ -101,6 +107,7 @@ class Scheduler:
         self._results: list[tuple[Machine, list[Outbound]] | None] = []
         self._nursery: trio.Nursery | None = None
         self._stop = False
+        self._system_codec = Codec()   # frames of the simulated TCP stack (resets)
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -152,6 +159,7 @@ class Scheduler:
         node.machines = {}
         node.inboxes = {}
         node.held = []
+        node.power_off = power_loss
         node.storage.crash(power_loss)
         self.emit(name, "sim", "node_crash",
                   kind=kind or ("power_loss" if power_loss else "process"))
@@ -169,6 +177,34 @@ class Scheduler:
             for key in sorted(lost):
                 _, dst, src, frame = entries.pop(key & SEQ_MASK)
                 self._drop(src, dst, frame, "node_down")
+        if not power_loss:
+            self._reset_connections(name)
+
+    def _refuse(self, name: str, src: tuple[str, str]) -> None:
+        """A frame reached ``name`` while its process is down on a live host: the kernel
+        refuses the connection, and the sender hears it one network delay later."""
+        sender = self.nodes.get(src[0])
+        if src[0] == name or src[1] == TCP or sender is None or sender.state == "down":
+            return
+        fate = self.network.transmit(self.now, name, src[0],
+                                     self._system_codec.encode(ConnectionReset(name)))
+        if not isinstance(fate, str):
+            self._push(fate[0], DELIVER, src, (name, TCP), fate[1])
+
+    def _reset_connections(self, name: str) -> None:
+        """A process died on a live host: its kernel resets the process's connections. Each
+        other live node hears of it one network delay later (through the network, so a cut
+        link stays silent), every actor there by a ``ConnectionReset`` frame."""
+        frame = self._system_codec.encode(ConnectionReset(name))
+        for peer in sorted(self.nodes):
+            node = self.nodes[peer]
+            if peer == name or node.state == "down":
+                continue
+            fate = self.network.transmit(self.now, name, peer, frame)
+            if isinstance(fate, str):
+                continue
+            for actor in sorted(node.machines):
+                self._push(fate[0], DELIVER, (peer, actor), (name, TCP), fate[1])
 
     def restart_node(self, name: str) -> None:
         if self.nodes[name].state != "down":
@@ -214,7 +250,10 @@ class Scheduler:
                 except FrameError as exc:
                     m.frame_rejected(src, str(exc))
                 else:
-                    m.handle(msg, src)
+                    if type(msg) is ConnectionReset:
+                        m.connection_reset(msg.peer)
+                    else:
+                        m.handle(msg, src)
             else:
                 m.handle(frame, src)   # a timer: in-process, never on the wire
             self._results[cause] = (m, self._encode(codec, m.drain()))
@@ -315,6 +354,8 @@ class Scheduler:
                 node = nodes.get(dst[0])
                 if node is None or node.state == "down":
                     self._drop(src, dst, frame, "node_down")
+                    if node is not None and not node.power_off:
+                        self._refuse(dst[0], src)
                     continue
                 if src[0] != dst[0] and network.is_cut(src[0], dst[0]):
                     self._drop(src, dst, frame, "partition")

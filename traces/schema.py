@@ -44,6 +44,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "node_pause": (),
     "node_resume": (),
     "msg_drop": ("src", "dst", "msg", "reason"),
+    "request_failed": ("peer", "request", "reason"),
     "frame_rejected": ("src", "dst", "error"),
     # replica state
     "leo_update": ("topic", "partition", "replica", "old", "new"),
