@@ -86,7 +86,7 @@ class ControllerStore:
     next_broker_epoch: int = 1
     bootstrapped: bool = False
 
-    def crash(self, power_loss: bool) -> None:
+    def crash(self, power_loss: bool, now_ms: int = 0) -> None:
         return None   # replicated metadata: nothing is lost
 
 

@@ -22,6 +22,7 @@ diverging-epoch check.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from actors.messages import Record
@@ -173,6 +174,17 @@ class PartitionLog:
     log_start_checkpoint: int = 0
     unflushed_messages: int = 0
     last_flush_ms: int = 0
+    # the host's page cache (Linux writeback): the flusher wakes every ``writeback_ms``
+    # (vm.dirty_writeback_centisecs; 0: never) and writes what has been dirty for longer
+    # than ``expire_ms`` (vm.dirty_expire_centisecs). ``dirty`` holds (append ms, LEO after
+    # that ms's appends), oldest first, for what may still be only in memory;
+    # ``written_back`` is the offset below which the kernel has certainly written the log.
+    writeback_ms: int = 0
+    expire_ms: int = 30_000
+    dirty: deque[tuple[int, int]] = field(default_factory=deque)
+    written_back: int = 0
+    #: the last power loss's toll, (LEO before, LEO after), until the restart traces it
+    power_loss_cut: tuple[int, int] | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -231,6 +243,16 @@ class PartitionLog:
             # cache's own rule decides (an older epoch is refused before 2.1, taken after)
             self.epochs.assign(rec[2], rec[0])
         self.unflushed_messages += 1
+        if self.writeback_ms > 0:
+            dirty = self.dirty
+            if dirty and dirty[-1][0] == now_ms:
+                dirty[-1] = (now_ms, rec[0] + 1)
+            else:
+                dirty.append((now_ms, rec[0] + 1))
+            # pages this old are written back by the next wake-up, whatever happens next
+            horizon = now_ms - self.expire_ms - self.writeback_ms
+            while dirty[0][0] <= horizon:
+                self.written_back = max(self.written_back, dirty.popleft()[1])
         return rolled
 
     def flush(self, now_ms: int, upto: int | None = None) -> None:
@@ -238,6 +260,8 @@ class PartitionLog:
                                   self.log_end_offset if upto is None else upto)
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms
+        while self.dirty and self.dirty[0][1] <= self.recovery_point:
+            self.dirty.popleft()     # fsynced: no longer the page cache's to lose
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or above ``offset``; returns the old LEO."""
@@ -265,6 +289,9 @@ class PartitionLog:
         # "logStartOffset = math.min(targetOffset, logStartOffset)"
         self.log_start_offset = min(self.log_start_offset, offset)
         self.recovery_point = min(self.recovery_point, offset)
+        self.written_back = min(self.written_back, offset)
+        if self.dirty and self.dirty[-1][1] > offset:
+            self.dirty = deque((t, min(end, offset)) for t, end in self.dirty)
         return old
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -273,6 +300,8 @@ class PartitionLog:
         self.log_start_offset = offset
         self.log_start_checkpoint = offset
         self.recovery_point = offset
+        self.written_back = offset
+        self.dirty.clear()
         self.epochs.clear()
 
     def _resize_active(self) -> None:
@@ -295,12 +324,24 @@ class PartitionLog:
         return gone
 
     # -- crashes ---------------------------------------------------------------------------
-    def lose_page_cache(self) -> None:
-        """Power loss: only the flushed prefix and the checkpoint files survive; then the log
-        is opened as ``LogLoader`` opens it after a hard failure."""
+    def lose_page_cache(self, now_ms: int = 0) -> None:
+        """Power loss at ``now_ms``: what Kafka flushed, what the kernel's flusher wrote back
+        (at its last wake-up, the pages dirty for longer than the expiry) and the checkpoint
+        files survive; then the log is opened as ``LogLoader`` opens it after a hard failure,
+        keeping the valid records past the recovery point (``recoverLog``)."""
         epoch_file, start_file = list(self.epochs.checkpoint), self.log_start_checkpoint
-        if self.log_end_offset > self.recovery_point:
-            self.truncate_to(self.recovery_point)
+        durable = max(self.recovery_point, self.written_back)
+        if self.writeback_ms > 0:
+            cutoff = (now_ms // self.writeback_ms) * self.writeback_ms - self.expire_ms
+            for appended_ms, end in self.dirty:
+                if appended_ms > cutoff:
+                    break
+                durable = max(durable, end)
+        self.power_loss_cut = (self.log_end_offset, min(durable, self.log_end_offset))
+        if self.log_end_offset > durable:
+            self.truncate_to(durable)
+        self.dirty.clear()
+        self.written_back = self.log_end_offset
         # the loss writes no checkpoint file: they are as last written
         self.epochs.checkpoint, self.log_start_checkpoint = epoch_file, start_file
         self.epochs.reload()
@@ -329,25 +370,29 @@ class PartitionLog:
 class BrokerDisk:
     """Everything a broker keeps across restarts."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, writeback_ms: int = 0, expire_ms: int = 30_000) -> None:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.clean_shutdown = False
         self.committed_offsets: dict[tuple[str, str, int], int] = {}
         self.crashes = 0
+        #: the host's writeback settings (vm.dirty_writeback_centisecs / _expire_centisecs)
+        self.writeback_ms = writeback_ms
+        self.expire_ms = expire_ms
 
     def log(self, topic: str, partition: int) -> PartitionLog:
         key = (topic, partition)
         log = self.logs.get(key)
         if log is None:
-            log = self.logs[key] = PartitionLog(topic, partition)
+            log = self.logs[key] = PartitionLog(topic, partition, writeback_ms=self.writeback_ms,
+                                                expire_ms=self.expire_ms)
         return log
 
-    def crash(self, power_loss: bool) -> None:
+    def crash(self, power_loss: bool, now_ms: int = 0) -> None:
         self.clean_shutdown = False
         self.crashes += 1
         if power_loss:
             for key in sorted(self.logs):
-                self.logs[key].lose_page_cache()
+                self.logs[key].lose_page_cache(now_ms)
 
 
 class NoDisk:
@@ -357,5 +402,5 @@ class NoDisk:
     :class:`ControllerStore`, which survives controller crashes.)
     """
 
-    def crash(self, power_loss: bool) -> None:
+    def crash(self, power_loss: bool, now_ms: int = 0) -> None:
         return None

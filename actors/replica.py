@@ -292,9 +292,13 @@ class Replica(Machine):
         hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
         log.load(unclean=not self.clean_start)
         if not self.clean_start:
+            # after a power loss: the LEO it had and the one the page cache let it keep
+            cut = log.power_loss_cut
+            log.power_loss_cut = None
+            extra = {} if cut is None else {"power_loss_leo": cut[0], "kept_leo": cut[1]}
             self.emit("log_recovery", **self._tp(), leo=log.log_end_offset, hw=hw,
                       log_start_offset=log.log_start_offset,
-                      recovery_point=log.recovery_point)
+                      recovery_point=log.recovery_point, **extra)
         if hw != self.hw:
             self.emit("hw_update", **self._tp(), old=self.hw, new=hw, reason="recovery",
                       role=self.role)

@@ -82,7 +82,9 @@ class Cluster:
         self.writer = writer
         cl = sc["cluster"]
         self.broker_ids = tuple(range(1, cl["brokers"] + 1))
-        self.disks = {b: BrokerDisk() for b in self.broker_ids}
+        self.disks = {b: BrokerDisk(writeback_ms=cl["vm.dirty_writeback_centisecs"] * 10,
+                                    expire_ms=cl["vm.dirty_expire_centisecs"] * 10)
+                      for b in self.broker_ids}
         self.store = ControllerStore()
         self.assignment: dict[tuple[str, int], tuple[int, ...]] = {}
         for t in sc["topics"]:

@@ -102,6 +102,10 @@ CLUSTER: dict[str, Key] = {
     "log.retention.check.interval.ms": Key(INT, 300000, _pos),
     "broker.heartbeat.interval.ms": Key(INT, 2000, _pos),
     "broker.session.timeout.ms": Key(INT, 9000, _pos),
+    # the hosts' Linux page-cache writeback (0: no periodic writeback, so a power loss drops
+    # everything Kafka did not flush)
+    "vm.dirty_writeback_centisecs": Key(INT, 500, _nonneg),
+    "vm.dirty_expire_centisecs": Key(INT, 3000, _nonneg),
 }
 
 TOPIC: dict[str, Key] = {

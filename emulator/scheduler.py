@@ -59,7 +59,7 @@ Outbound = tuple[str, Any, Any] | Emit
 
 
 class Storage(Protocol):
-    def crash(self, power_loss: bool) -> None: ...
+    def crash(self, power_loss: bool, now_ms: int = 0) -> None: ...
 
 
 class Node:
@@ -160,7 +160,7 @@ class Scheduler:
         node.inboxes = {}
         node.held = []
         node.power_off = power_loss
-        node.storage.crash(power_loss)
+        node.storage.crash(power_loss, now_ms=self.now // 1000)
         self.emit(name, "sim", "node_crash",
                   kind=kind or ("power_loss" if power_loss else "process"))
         # Volatile state dies with the process: its pending timers, and frames on the wire
