@@ -404,3 +404,28 @@ def test_a_send_whose_ack_was_lost_is_placed_by_the_read_that_saw_it() -> None:
     # the cooperative chain skips 2 once; the re-assigned partition and the new process
     # start fresh chains
     assert c["poll_skip"] == 1 and c["nonmonotonic_poll"] == 0
+
+
+@pytest.mark.parametrize("how", ["cut", "aborted", "error"])
+def test_a_run_that_did_not_finish_is_incomplete_never_met(
+        tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace cut before ``run_end`` (a killed writer, a copy cut short) or ending with
+    status ``aborted``/``error`` is not bad input — its anomalies are counted — but gets no
+    verdict: ``isrlab check`` says INCOMPLETE and exits 3, even when nothing was expected
+    and nothing is wrong in what is there (before, a healthy-looking cut trace was "met")."""
+    path = healthy().write(tmp_path / "t.jsonl", end=(how != "cut"))
+    if how != "cut":
+        lines = path.read_bytes().splitlines(keepends=True)
+        end = json.loads(lines[-1])
+        end["status"] = how
+        del end["crc"]
+        lines[-1] = seal(json.dumps(end, separators=(",", ":")).encode())
+        path.write_bytes(b"".join(lines))
+    r = check_file(path)
+    assert r.incomplete and not r.expect_met and r.forbidden_found == []
+    assert main([str(path)]) == 3
+    assert "INCOMPLETE" in capsys.readouterr().out
+    assert main([str(path), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["incomplete"] is True
+    complete = healthy().write(tmp_path / "ok.jsonl")
+    assert not check_file(complete).incomplete and main([str(complete)]) == 0

@@ -84,6 +84,9 @@ class PartitionSummary:
     anomalies: dict[str, int]
 
 
+#: ``isrlab check``'s exit code for a trace of a run that did not finish (docs/anomalies.md)
+EXIT_INCOMPLETE: Final = 3
+
 #: a consumer's node is this prefix and its consumer name (``emulator.scenario.consumer_node``)
 CONSUMER_NODE_PREFIX: Final = "consumer-"
 
@@ -103,6 +106,13 @@ class CheckResult:
     seed: int | None = None
     status: str | None = None
     truncated: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        """The run did not finish: the trace has no ``run_end`` (cut, or the writer was
+        killed) or ends with status ``aborted`` (Ctrl-C, SIGTERM) or ``error`` (an actor
+        raised). Its anomalies are real, but no verdict is given on it: never "met"."""
+        return self.truncated or self.status in ("aborted", "error")
 
     def to_json_dict(self) -> dict[str, Any]:
         """The machine-readable part shared by ``isrlab check --json`` and reports."""
@@ -526,7 +536,8 @@ class Checker:
             details=details,
             forbidden_found=forbidden,
             missing_expected=missing,
-            expect_met=not forbidden and not missing,
+            expect_met=not forbidden and not missing and not (
+                self.truncated or self.status in ("aborted", "error")),
             partitions=summaries,
             events=self.events,
             scenario=_text(self.scenario.get("name")),
@@ -830,7 +841,11 @@ def format_table(result: CheckResult, trace: str) -> str:
         for d in result.details[name][:3]:
             lines.append(f"  e.g. {name}: {orjson.dumps(d).decode()}")
     lines.append("")
-    lines.append("expect met" if result.expect_met else "EXPECT NOT MET")
+    if result.incomplete:
+        why = "no run_end" if result.truncated else f"status {result.status}"
+        lines.append(f"INCOMPLETE ({why}): the run did not finish, so no verdict")
+    else:
+        lines.append("expect met" if result.expect_met else "EXPECT NOT MET")
     return "\n".join(lines)
 
 
@@ -839,7 +854,8 @@ def _dash(v: int | None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``isrlab check TRACE [--json]``: 0 expect met, 1 not met, 2 bad input."""
+    """``isrlab check TRACE [--json]``: 0 expect met, 1 not met, 2 bad input, 3 incomplete
+    (the run did not finish: no verdict)."""
     parser = argparse.ArgumentParser(prog="isrlab check", description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -854,10 +870,13 @@ def main(argv: list[str]) -> int:
         print(f"isrlab check: {args.trace}: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        out = {"trace": args.trace, "digest": digest, **result.to_json_dict()}
+        out = {"trace": args.trace, "digest": digest, **result.to_json_dict(),
+               "incomplete": result.incomplete}
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(format_table(result, args.trace))
+    if result.incomplete:
+        return EXIT_INCOMPLETE
     return 0 if result.expect_met else 1
 
 
