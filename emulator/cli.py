@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from emulator.scenario import ScenarioError, catalog, load
+from emulator.scenario import ScenarioError, catalog, find, load
+
+#: a scenario name that can be a folder under out/ (no path separators, no "..")
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -25,7 +30,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"isrlab: {exc}", file=sys.stderr)
         return 2
     seed = args.seed if args.seed is not None else sc["seed"]
+    if args.out is None and not SAFE_NAME.fullmatch(sc["name"]):
+        print(f"isrlab: {args.scenario}: name: {sc['name']!r} cannot name a folder under out/ "
+              "(letters, digits, '.', '_', '-'; not starting with '.'): give --out",
+              file=sys.stderr)
+        return 2
     out = args.out or f"out/{sc['name']}/seed-{seed}.jsonl"
+    scenario_file = find(args.scenario)
+    if scenario_file.exists() and Path(out).exists() and Path(out).samefile(scenario_file):
+        print(f"isrlab: {out}: --out: is the scenario file itself; refusing to overwrite it",
+              file=sys.stderr)
+        return 2
     try:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         with open(out, "ab"):
@@ -67,8 +82,8 @@ def _run(args: argparse.Namespace) -> int:
             print("expect   " + ("met" if verdict["expect_met"] else
                                  f"NOT met (forbidden found: {verdict['forbidden_found']}, "
                                  f"expected missing: {verdict['missing_expected']})"))
-        print(f"replay with: isrlab run {args.scenario} --seed {seed}"
-              + "".join(f" --set {s}" for s in (args.set or [])))
+        print(f"replay with: isrlab run {shlex.quote(args.scenario)} --seed {seed}"
+              + "".join(f" --set {shlex.quote(s)}" for s in (args.set or [])))
     return code
 
 
@@ -96,6 +111,18 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a reader that goes away (``isrlab check T | head``) ends it quietly."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the documented way (Python's signal docs): stdout is gone, so point it at
+        # /dev/null, or the interpreter's final flush raises again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Spark's local Python workers must run this interpreter (the one with isrlab and its
     # dependencies); on a cluster, set PYSPARK_PYTHON to the executors' Python yourself.

@@ -334,6 +334,15 @@ def _default_out(path: str) -> str:
     return str(p.with_name(name + ".html"))
 
 
+def _same_file(out: str, path: str) -> bool:
+    """Whether writing ``out`` would overwrite ``path`` (the same file, however named)."""
+    a, b = Path(out), Path(path)
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
 def main(argv: list[str]) -> int:
     """``isrlab report PATH [-o OUT]``: 0 written, 2 bad input (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="isrlab report", description=__doc__.splitlines()[0])
@@ -346,6 +355,10 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
     out = args.out or _default_out(args.path)
+    if _same_file(out, args.path):
+        print(f"isrlab report: {out}: -o: is the input itself; refusing to overwrite it",
+              file=sys.stderr)
+        return 2
     try:
         html, summary = build(args.path, max(100, args.max_points))
     except (ReportError, TraceError) as exc:

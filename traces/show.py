@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -252,6 +253,8 @@ def parse_filter(args: argparse.Namespace) -> Filter:
             s = float(v)
         except ValueError:
             raise ValueError(f"{opt}: expected seconds, got {v!r}") from None
+        if not math.isfinite(s):
+            raise ValueError(f"{opt}: expected a finite number of seconds, got {v!r}")
         return round(s * 1_000_000)
 
     events = None
