@@ -30,6 +30,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"isrlab: {exc}", file=sys.stderr)
         return 2
     seed = args.seed if args.seed is not None else sc["seed"]
+    if not 0 <= seed <= 2**63 - 1:
+        print(f"isrlab: --seed: must be within [0, 2^63-1] (got {seed})", file=sys.stderr)
+        return 2
     if args.out is None and not SAFE_NAME.fullmatch(sc["name"]):
         print(f"isrlab: {args.scenario}: name: {sc['name']!r} cannot name a folder under out/ "
               "(letters, digits, '.', '_', '-'; not starting with '.'): give --out",

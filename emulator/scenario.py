@@ -17,6 +17,7 @@ overrides go through the same checks.
 from __future__ import annotations
 
 import copy
+import math
 import re
 import tomllib
 from collections.abc import Callable
@@ -61,6 +62,19 @@ def _pos(v: Any) -> str | None:
     return "must be > 0" if v <= 0 else None
 
 
+def _between(lo: float, hi: float, why: str) -> Callable[[Any], str | None]:
+    """A bound isrlab needs to answer in reasonable time and memory (``why`` says which)."""
+    def check(v: Any) -> str | None:
+        return None if lo <= v <= hi else f"must be within [{lo:g}, {hi:g}] ({why})"
+    return check
+
+
+#: the largest integer a Kafka config holds (a Java long) and a trace can carry
+LONG_MAX_VALUE = 2**63 - 1
+#: how much simulated time one run may cover (a campaign of days is a bench, not a run)
+MAX_SIM_S = 1_000_000.0
+
+
 def _rate(v: Any) -> str | None:
     return "must be within [0, 1]" if not 0 <= v <= 1 else None
 
@@ -82,13 +96,13 @@ TOP: dict[str, Key] = {
     "protocol": Key(STR, "4.1", _one_of(*ERAS)),
     "bugs": Key((list,), []),
     "seed": Key(INT, 1, _nonneg),
-    "duration_s": Key(NUM, 20.0, _pos),
-    "heal_s": Key(NUM, 60.0, _pos),
+    "duration_s": Key(NUM, 20.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
+    "heal_s": Key(NUM, 60.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
     "invariants": Key(BOOL, False),
 }
 
 CLUSTER: dict[str, Key] = {
-    "brokers": Key(INT, 3, _pos),
+    "brokers": Key(INT, 3, _between(1, 1000, "brokers an emulated cluster holds")),
     "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
     "replica.fetch.wait.max.ms": Key(INT, 500, _nonneg),
@@ -110,7 +124,7 @@ CLUSTER: dict[str, Key] = {
 
 TOPIC: dict[str, Key] = {
     "name": Key(STR, "orders"),
-    "partitions": Key(INT, 1, _pos),
+    "partitions": Key(INT, 1, _between(1, 10_000, "partitions of one topic")),
     "replication.factor": Key(INT, 3, _pos),
     "min.insync.replicas": Key(INT, 1, _pos),
     "unclean.leader.election.enable": Key(BOOL, None),  # era default
@@ -137,7 +151,7 @@ DELAY: dict[str, Key] = {
 
 PRODUCER: dict[str, Key] = {
     "topic": Key(STR, None),
-    "rate": Key(NUM, 100.0, _nonneg),
+    "rate": Key(NUM, 100.0, _between(0, 1_000_000, "records per simulated second")),
     "keys": Key(INT, 16, _nonneg),
     "partitioner": Key(STR, "default", _one_of("default", "legacy")),
     "acks": Key(STR, "all", _one_of("0", "1", "all", "-1")),
@@ -244,6 +258,10 @@ def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
                 raise src.error(path, f"expected {_type_names(k.types)}, got a boolean")
             if not isinstance(v, k.types):
                 raise src.error(path, f"expected {_type_names(k.types)}, got {type(v).__name__}")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise src.error(path, f"must be a finite number (got {v!r})")
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > LONG_MAX_VALUE:
+                raise src.error(path, f"must fit in a signed 64-bit integer (got {v!r})")
             if k.check is not None:
                 problem = k.check(v)
                 if problem:

@@ -91,3 +91,32 @@ def test_the_printed_replay_line_works_when_pasted(tmp_path: Path) -> None:
     digest = [x for x in first.stdout.splitlines() if x.startswith("digest")]
     assert digest and digest == [x for x in again.stdout.splitlines()
                                  if x.startswith("digest")]
+
+
+@pytest.mark.parametrize("override, field, words", [
+    ("duration_s=inf", "duration_s", "finite"),
+    ("heal_s=nan", "heal_s", "finite"),
+    ("producers[0].rate=inf", "producers[0].rate", "finite"),
+    ("network.delay.low_ms=inf", "network.delay.low_ms", "finite"),
+    ("cluster.brokers=100000000", "cluster.brokers", "within"),
+    ("topics[0].partitions=100000000", "topics[0].partitions", "within"),
+    ("producers[0].rate=1e12", "producers[0].rate", "within"),
+    ("seed=1180591620717411303424", "seed", "64-bit"),
+    ("duration_s=1e12", "duration_s", "within"),
+])
+def test_non_finite_and_absurd_numbers_are_refused_at_load(override: str, field: str,
+                                                          words: str) -> None:
+    """Class 2: ``nan``/``inf`` and sizes no emulated run can finish (``rate=inf`` never
+    ended and wrote gigabytes) are bad input: one line naming the field, exit 2, before the
+    run starts."""
+    from emulator.scenario import ScenarioError, load
+    with pytest.raises(ScenarioError) as err:
+        load("default", [override])
+    assert field in str(err.value) and words in str(err.value)
+
+
+def test_a_seed_beyond_64_bits_on_the_command_line_is_refused(tmp_path: Path) -> None:
+    """Class 2: ``--seed 2^70`` is bad input (a trace carries a 64-bit seed)."""
+    _one_line_exit_2(_isrlab("run", "default", "--seed", str(2**70), "--out",
+                             str(tmp_path / "t.jsonl")), "--seed")
+    assert not (tmp_path / "t.jsonl").exists()
