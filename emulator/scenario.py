@@ -223,9 +223,11 @@ CATALOG: dict[str, Key] = {
 class _Source:
     """Finds the line of a key in the scenario text (tomllib keeps no positions)."""
 
-    def __init__(self, file: str, text: str) -> None:
+    def __init__(self, file: str, text: str, overrides: dict[str, str] | None = None) -> None:
         self.file = file
         self.lines = text.splitlines()
+        #: field path -> the ``--set`` item that gave it its value
+        self.overrides = overrides or {}
 
     def line_of(self, key: str) -> int | None:
         pat = re.compile(r'^\s*"?' + re.escape(key) + r'"?\s*=')
@@ -234,7 +236,36 @@ class _Source:
                 return i
         return None
 
+    def line_in_element(self, header: str, index: int, key: str) -> int | None:
+        """The line of ``key`` inside the ``index``-th ``[[header]]`` table (0-based)."""
+        seen = -1
+        inside = False
+        pat = re.compile(r'^\s*"?' + re.escape(key) + r'"?\s*=')
+        for i, line in enumerate(self.lines, 1):
+            stripped = line.strip()
+            if stripped.startswith("["):
+                if stripped == f"[[{header}]]":
+                    seen += 1
+                    inside = seen == index
+                else:
+                    inside = False
+                continue
+            if inside and pat.search(line):
+                return i
+        return None
+
     def error(self, path: str, message: str) -> ScenarioError:
+        for given, item in self.overrides.items():
+            if path == given or path.startswith(given + "."):
+                # the value came from the command line: blame the --set, not a file line
+                return ScenarioError(f"--set {item}", path, message)
+        m = re.match(r"^(topics|producers|consumers|admin|faults\.plan)\[(\d+)\]\.(.+)$", path)
+        if m:
+            # an element of an array of tables: look inside that element, not at the first
+            # line anywhere that sets a key of that name
+            key = m.group(3)
+            return ScenarioError(self.file, path, message,
+                                 self.line_in_element(m.group(1), int(m.group(2)), key))
         key = re.sub(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
                      r"(\[\d+\])?\.", "", path)
         key = re.sub(r"^(delay|plan\[\d+\])\.", "", key)
@@ -281,9 +312,10 @@ def _type_names(types: tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def resolve(raw: dict[str, Any], file: str, text: str = "") -> dict[str, Any]:
+def resolve(raw: dict[str, Any], file: str, text: str = "",
+            overrides: dict[str, str] | None = None) -> dict[str, Any]:
     """Validate a parsed scenario and fill in every default. Raises ScenarioError."""
-    src = _Source(file, text)
+    src = _Source(file, text, overrides)
     top = {k: v for k, v in raw.items() if k not in SECTIONS}
     sc = _check_table(src, "", top, TOP)
     for bug in sc["bugs"]:
@@ -446,17 +478,19 @@ def load(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise ScenarioError(file, "toml", str(exc), int(m.group(1)) if m else None) from None
+    given: dict[str, str] = {}
     for item in overrides:
-        apply_override(raw, item, file)
+        given[apply_override(raw, item, file)] = item
     if not raw.get("name"):
         raw["name"] = path.stem
-    return resolve(raw, file, text)
+    return resolve(raw, file, text, given)
 
 
-def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
+def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
     """``--set KEY=VALUE``: KEY is ``section.key`` (first array element for ``topics``,
     ``producers``, ``consumers``; ``topics[1].key`` for others) or a top-level key; VALUE is
-    parsed as TOML (so ``acks="1"``, ``protocol="2.8"``, ``bugs=["KAFKA-7128"]``)."""
+    parsed as TOML (so ``acks="1"``, ``protocol="2.8"``, ``bugs=["KAFKA-7128"]``). Returns
+    the field path it set, as validation errors name it (``producers[0].rate``)."""
     if "=" not in item:
         raise ScenarioError("--set", item, "expected KEY=VALUE")
     key, _, value = item.partition("=")
@@ -469,7 +503,7 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
                  key)
     if m is None:
         raw[key] = parsed
-        return
+        return key
     section, idx, sub = m.group(1), int(m.group(3) or 0), m.group(4)
     if section in ("topics", "producers", "consumers", "admin"):
         arr = raw.setdefault(section, [{}] if section == "topics" else [])
@@ -482,6 +516,9 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> None:
         target.setdefault("delay", {})[sub[6:]] = parsed
     else:
         target[sub] = parsed
+    if section in ("topics", "producers", "consumers", "admin"):
+        return f"{section}[{idx}].{sub}"
+    return f"{section}.{sub}"
 
 
 def producer_node(i: int) -> str:

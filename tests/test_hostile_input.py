@@ -120,3 +120,25 @@ def test_a_seed_beyond_64_bits_on_the_command_line_is_refused(tmp_path: Path) ->
     _one_line_exit_2(_isrlab("run", "default", "--seed", str(2**70), "--out",
                              str(tmp_path / "t.jsonl")), "--seed")
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_bad_set_value_is_blamed_on_the_set_not_on_a_line_of_the_file() -> None:
+    """Class 3: default.toml's line 21 says ``rate = 200``; ``--set producers[0].rate=inf``
+    used to be reported as ``default.toml:21``, a line that is fine."""
+    from emulator.scenario import ScenarioError, load
+    with pytest.raises(ScenarioError) as err:
+        load("default", ["producers[0].rate=inf"])
+    assert str(err.value).startswith("--set producers[0].rate=inf: producers[0].rate: ")
+    assert "default.toml" not in str(err.value)
+
+
+def test_an_error_in_the_second_topic_points_at_the_second_topic(tmp_path: Path) -> None:
+    """Class 3: ``topics[1]`` errors named the first line that sets a key of that name —
+    in ``topics[0]``."""
+    from emulator.scenario import ScenarioError, load
+    f = tmp_path / "two.toml"
+    f.write_text('name = "two"\n\n[[topics]]\nname = "orders"\npartitions = 3\n\n'
+                 '[[topics]]\nname = "audit"\npartitions = 0\n')
+    with pytest.raises(ScenarioError) as err:
+        load(str(f))
+    assert str(err.value).startswith(f"{f}:9: topics[1].partitions: ")
