@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.eras import BUGS, ERAS, rules_for
+from actors.group import ASSIGNORS
 from traces.schema import ANOMALIES
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -169,8 +170,7 @@ CONSUMER: dict[str, Key] = {
     "group": Key(STR, None),
     "topic": Key(STR, None),
     "members": Key(INT, 1, _pos),
-    "partition.assignment.strategy": Key(STR, "range",
-                                         _one_of("range", "roundrobin", "cooperative-sticky")),
+    "partition.assignment.strategy": Key(STR, "range", _one_of(*ASSIGNORS)),
     "auto.offset.reset": Key(STR, "latest", _one_of("earliest", "latest", "none")),
     "auto.commit.interval.ms": Key(INT, 5000, _pos),
     "session.timeout.ms": Key(INT, 45000, _pos),

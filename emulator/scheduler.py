@@ -186,25 +186,26 @@ class Scheduler:
         sender = self.nodes.get(src[0])
         if src[0] == name or src[1] == TCP or sender is None or sender.state == "down":
             return
-        fate = self.network.transmit(self.now, name, src[0],
-                                     self._system_codec.encode(ConnectionReset(name)))
-        if not isinstance(fate, str):
-            self._push(fate[0], DELIVER, src, (name, TCP), fate[1])
+        self._send_reset(name, src[0], [src[1]])
 
     def _reset_connections(self, name: str) -> None:
         """A process died on a live host: its kernel resets the process's connections. Each
         other live node hears of it one network delay later (through the network, so a cut
         link stays silent), every actor there by a ``ConnectionReset`` frame."""
-        frame = self._system_codec.encode(ConnectionReset(name))
         for peer in sorted(self.nodes):
             node = self.nodes[peer]
-            if peer == name or node.state == "down":
-                continue
-            fate = self.network.transmit(self.now, name, peer, frame)
-            if isinstance(fate, str):
-                continue
-            for actor in sorted(node.machines):
-                self._push(fate[0], DELIVER, (peer, actor), (name, TCP), fate[1])
+            if peer != name and node.state != "down":
+                self._send_reset(name, peer, sorted(node.machines))
+
+    def _send_reset(self, dead: str, peer: str, actors: list[str]) -> None:
+        """One ``ConnectionReset`` for ``dead`` over the link to ``peer`` (one delay drawn),
+        delivered to each of ``actors`` there; nothing when the link drops it."""
+        fate = self.network.transmit(self.now, dead, peer,
+                                     self._system_codec.encode(ConnectionReset(dead)))
+        if isinstance(fate, str):
+            return
+        for actor in actors:
+            self._push(fate[0], DELIVER, (peer, actor), (dead, TCP), fate[1])
 
     def restart_node(self, name: str) -> None:
         if self.nodes[name].state != "down":

@@ -84,6 +84,12 @@ class PartitionSummary:
     anomalies: dict[str, int]
 
 
+def run_unfinished(truncated: bool, status: str | None) -> bool:
+    """A trace without ``run_end``, or whose run was stopped or crashed (docs/anomalies.md
+    §6): no verdict is given on it."""
+    return truncated or status in ("aborted", "error")
+
+
 #: ``isrlab check``'s exit code for a trace of a run that did not finish (docs/anomalies.md)
 EXIT_INCOMPLETE: Final = 3
 
@@ -112,7 +118,7 @@ class CheckResult:
         """The run did not finish: the trace has no ``run_end`` (cut, or the writer was
         killed) or ends with status ``aborted`` (Ctrl-C, SIGTERM) or ``error`` (an actor
         raised). Its anomalies are real, but no verdict is given on it: never "met"."""
-        return self.truncated or self.status in ("aborted", "error")
+        return run_unfinished(self.truncated, self.status)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The machine-readable part shared by ``isrlab check --json`` and reports."""
@@ -536,8 +542,8 @@ class Checker:
             details=details,
             forbidden_found=forbidden,
             missing_expected=missing,
-            expect_met=not forbidden and not missing and not (
-                self.truncated or self.status in ("aborted", "error")),
+            expect_met=not forbidden and not missing
+            and not run_unfinished(self.truncated, self.status),
             partitions=summaries,
             events=self.events,
             scenario=_text(self.scenario.get("name")),
