@@ -96,6 +96,7 @@ class Consumer(Client):
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
+        self.timeouts: dict[int, int] = {}      # correlation -> its timeout timer's handle
         #: partition -> (node, request) of what is in flight
         self.outstanding_to: dict[int, tuple[str, str]] = {}
         self.consumer_name = f"{cfg.group}-{cfg.member}"
@@ -192,7 +193,7 @@ class Consumer(Client):
         self.outstanding[p] = corr
         self.outstanding_to[p] = (self.coordinator[0], "OffsetFetch")
         self.send(self.coordinator, OffsetFetch(self.cfg.group, self.cfg.topic, p, corr))
-        self.timer(self.cfg.request_timeout_ms, Tick("timeout", corr, p))
+        self._timeout(self.cfg.request_timeout_ms, corr, p)
 
     def _reset(self, p: int, old: int) -> None:
         policy = self.cfg.auto_offset_reset
@@ -211,7 +212,7 @@ class Consumer(Client):
         self.outstanding_to[p] = (f"broker-{leader}", "ListOffsets")
         self.send(self.replica_address(leader, self.cfg.topic, p),
                   ListOffsets(self.cfg.topic, p, -2 if policy == "earliest" else -1, corr))
-        self.timer(self.cfg.request_timeout_ms, Tick("timeout", corr, p))
+        self._timeout(self.cfg.request_timeout_ms, corr, p)
         self.position[p] = -1 - old if old >= 0 else -1   # remembers the old for tracing
 
     def _fetch(self, p: int) -> None:
@@ -226,8 +227,7 @@ class Consumer(Client):
         self.send(self.replica_address(leader, self.cfg.topic, p), Fetch(
             self.cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
             self.cfg.max_poll_records, corr))
-        self.timer(self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms,
-                   Tick("timeout", corr, p))
+        self._timeout(self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms, corr, p)
 
     def connection_reset(self, peer: str) -> None:
         """The requests in flight to ``peer`` (fetches, offset lookups) fail now and are
@@ -240,6 +240,9 @@ class Consumer(Client):
                       request=self.outstanding_to[p][1], reason="disconnected")
             self._retry_later(p)
             self.refresh_metadata()
+
+    def _timeout(self, delay_ms: float, corr: int, p: int) -> None:
+        self.timeouts[corr] = self.timer(delay_ms, Tick("timeout", corr, p), cancellable=True)
 
     def _retry_later(self, p: int) -> None:
         self.outstanding.pop(p, None)
@@ -256,6 +259,7 @@ class Consumer(Client):
             self._fetch(p)
 
     def _mine(self, p: int, correlation: int) -> bool:
+        self.cancel_timer(self.timeouts.pop(correlation, 0))   # answered: no timeout
         if self.outstanding.get(p) != correlation or p not in self.assigned:
             return False
         del self.outstanding[p]
@@ -332,6 +336,7 @@ class Consumer(Client):
         k = msg.kind
         if k == "timeout":
             p = msg.arg
+            self.timeouts.pop(msg.token, None)
             if self.outstanding.get(p) == msg.token:
                 del self.outstanding[p]
                 self.refresh_metadata()

@@ -6,22 +6,28 @@ takes the effects the machine queued with :meth:`Machine.drain`:
 
 * ``Send(dst, msg)``   — a message to another actor; the runtime encodes it to msgpack
   bytes and hands it to the simulated network;
-* ``Timer(delay_us, msg)`` — a message to itself after a delay; timers go through the same
-  ordered scheduler as network messages, never through Trio's deadline heap;
+* ``Timer(delay_us, msg, handle)`` — a message to itself after a delay; timers go through the
+  same ordered scheduler as network messages, never through Trio's deadline heap;
+* ``CancelTimer(handle)`` — the timer with that handle will not be delivered;
 * ``Emit(event, fields)`` — a trace event (the runtime adds ``ts_us``, node and actor).
 
-Timers cannot be cancelled; a machine that no longer wants one ignores it when it fires
-(a token in the timer message, as Kafka's purgatory does with stale delayed operations).
-This keeps every decision a pure function of (state, message, time), which is what makes
-a run replayable bit for bit.
+A machine that no longer wants a timer ignores it when it fires (a token in the timer
+message, as Kafka's purgatory does with stale delayed operations), so every decision stays a
+pure function of (state, message, time), which is what makes a run replayable bit for bit.
+A timer asked for with ``cancellable=True`` may also be cancelled: a request's timeout once
+its response is in, a parked fetch's wait once it is answered. That is only a saving (most
+timeouts never fire, and a stale timer costs a whole delivery), never a change of meaning:
+the machine still ignores a stale timer that reaches it, and cancelling one changes no
+other entry's place in the scheduler's order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar, dataclass_transform
+from typing import Any, Final, TypeVar, cast, dataclass_transform
 
 T = TypeVar("T")
+M = TypeVar("M")
 
 
 @dataclass_transform(frozen_default=True)
@@ -51,6 +57,12 @@ class Send:
 class Timer:
     delay_us: int
     msg: Any
+    handle: int = 0          # > 0: may be cancelled by CancelTimer(handle)
+
+
+@value
+class CancelTimer:
+    handle: int
 
 
 @value
@@ -59,7 +71,7 @@ class Emit:
     fields: dict[str, Any]
 
 
-Effect = Send | Timer | Emit
+Effect = Send | Timer | CancelTimer | Emit
 
 US_PER_MS: Final = 1000
 
@@ -77,17 +89,51 @@ class Machine:
         self.address: Address = (node, name)
         self.now_us = 0
         self._out: list[Effect] = []
+        self._timer_handles = 0
+        #: the Trio task (and inbox) this machine runs in: its own, unless a host machine
+        #: adopted it (:meth:`adopt`); machines of one task run one message at a time
+        self.task = name
+        #: machines of this task that the message being handled called into: their effects
+        #: are committed after this machine's (shared by every machine of the task)
+        self.touched: list[Machine] = []
 
     @property
     def now_ms(self) -> int:
         return self.now_us // US_PER_MS
 
+    # -- machines that share a task -------------------------------------------------------
+    def adopt(self, other: Machine) -> None:
+        """Run ``other`` in this machine's task, so that either may call the other's
+        methods: one message at a time, in the scheduler's batch order — never two tasks
+        reaching into one machine, whose order would be Trio's scheduling order."""
+        other.task = self.task
+        other.touched = self.touched
+
+    def touch(self, other: M) -> M:
+        """Before calling into ``other`` (a machine of this task): bring its clock to now
+        and have its effects committed with this message's."""
+        m = cast(Machine, other)
+        m.now_us = self.now_us
+        self.touched.append(m)
+        return other
+
     # -- effects -------------------------------------------------------------------------
     def send(self, dst: Address, msg: Any) -> None:
         self._out.append(Send(dst, msg))
 
-    def timer(self, delay_ms: float, msg: Any) -> None:
-        self._out.append(Timer(max(0, int(delay_ms * US_PER_MS)), msg))
+    def timer(self, delay_ms: float, msg: Any, *, cancellable: bool = False) -> int:
+        """A timer; with ``cancellable`` its handle (> 0) for :meth:`cancel_timer`."""
+        handle = 0
+        if cancellable:
+            handle = self._timer_handles = self._timer_handles + 1
+        self._out.append(Timer(max(0, int(delay_ms * US_PER_MS)), msg, handle))
+        return handle
+
+    def cancel_timer(self, handle: int) -> None:
+        """Do not deliver the timer ``handle`` (0 is a no-op). The machine must still
+        ignore it should it fire: cancelling is a saving, never part of the protocol."""
+        if handle > 0:
+            self._out.append(CancelTimer(handle))
 
     def emit(self, event: str, **fields: Any) -> None:
         self._out.append(Emit(event, fields))

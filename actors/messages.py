@@ -170,6 +170,54 @@ class OffsetsForLeaderEpochResponse:
     correlation: int
 
 
+@message(14)
+class ReplicaFetch:
+    """One FetchRequest of a replica fetcher thread (Kafka's FetchRequest with a replica id):
+    every partition the thread fetches from this leader. ``parts`` holds each partition's
+    :class:`Fetch` as a tuple of its fields (rebuilt with ``Fetch(*part)``). The leader
+    answers at once when any partition has data or an error, else parks the whole request
+    until ``min_bytes`` are available across its partitions or ``max_wait_ms`` passes."""
+
+    replica: int
+    broker_epoch: int
+    fetcher: str             # the thread's name, ReplicaFetcherThread-<fetcher id>-<leader>
+    max_wait_ms: int
+    min_bytes: int
+    parts: tuple[tuple[Any, ...], ...]
+    correlation: int
+
+
+@message(15)
+class ReplicaFetchResponse:
+    """The answer to a :class:`ReplicaFetch`: each part a :class:`FetchResponse` as a tuple
+    of its fields, in the request's order."""
+
+    error: str
+    parts: tuple[tuple[Any, ...], ...]
+    correlation: int
+
+
+@message(16)
+class ReplicaEpochs:
+    """A fetcher thread's OffsetsForLeaderEpoch request for every partition it is
+    truncating (``AbstractFetcherThread.maybeTruncate``); each part an
+    :class:`OffsetsForLeaderEpoch` as a tuple of its fields."""
+
+    replica: int
+    fetcher: str
+    parts: tuple[tuple[Any, ...], ...]
+    correlation: int
+
+
+@message(17)
+class ReplicaEpochsResponse:
+    """Each part an :class:`OffsetsForLeaderEpochResponse` as a tuple of its fields."""
+
+    error: str
+    parts: tuple[tuple[Any, ...], ...]
+    correlation: int
+
+
 # --- clients -------------------------------------------------------------------------------
 @message(20)
 class Produce:
@@ -266,6 +314,15 @@ class ConnectionReset:
     out). The runtime hands it to :meth:`actors.core.Machine.connection_reset`."""
 
     peer: str
+
+
+@message(42)
+class FetcherStall:
+    """The ``stall_fetcher`` fault: the fetcher thread it reaches stops working for
+    ``duration_ms`` (a stuck thread: it sends nothing and handles no response until then;
+    0 ends a stall). Sent by the runtime, not by an actor."""
+
+    duration_ms: int
 
 
 # --- timers (self-addressed) -----------------------------------------------------------------

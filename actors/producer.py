@@ -94,6 +94,7 @@ class Producer(Client):
         self.open: dict[int, Batch] = {}
         self.queues: dict[int, deque[Batch]] = {p: deque() for p in range(cfg.partitions)}
         self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, broker)
+        self.request_timers: dict[int, int] = {}   # correlation -> its timeout's handle
         self.inflight_per_partition: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
@@ -183,7 +184,8 @@ class Producer(Client):
             return
         self.inflight[corr] = (batch, leader)
         self.inflight_per_partition[batch.partition] += 1
-        self.timer(self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0))
+        self.request_timers[corr] = self.timer(
+            self.cfg.request_timeout_ms, Tick("request_timeout", corr, 0), cancellable=True)
 
     def _oldest_unacked(self, batch: Batch) -> bool:
         first = batch.records[0][2]
@@ -213,6 +215,7 @@ class Producer(Client):
         entry = self.inflight.pop(corr, None)
         if entry is None:
             return
+        self.cancel_timer(self.request_timers.pop(corr, 0))
         batch, _ = entry
         self.inflight_per_partition[batch.partition] -= 1
         cfg = self.cfg
@@ -260,6 +263,7 @@ class Producer(Client):
             elif k == "retry":
                 self._drain()
             elif k == "request_timeout":
+                self.request_timers.pop(msg.token, None)
                 self._complete(msg.token, "REQUEST_TIMED_OUT", -1)
 
     def connection_reset(self, peer: str) -> None:

@@ -36,7 +36,7 @@ The rules are Kafka's, cited from KAFKA_REFERENCE section 1, and switched by era
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from actors.core import Address, Machine
 from actors.eras import Rules
@@ -109,6 +109,16 @@ def alter_partition_error_action(style: str, error: str) -> str:
     if error in ALTER_PARTITION_WAIT:
         return "wait"
     return "retry"
+
+
+class FetcherHost(Protocol):
+    """What a replica tells the broker's replica manager (:mod:`actors.replica_manager`),
+    which runs it in one task with the broker's fetcher threads (:mod:`actors.fetcher`)."""
+
+    def follow(self, replica: Replica) -> None: ...
+    def unfollow(self, replica: Replica) -> None: ...
+    def wake(self, replica: Replica) -> None: ...
+    def leader_progress(self, replica: Replica) -> None: ...
 
 
 class InvariantViolation(AssertionError):
@@ -210,6 +220,7 @@ class DelayedProduce:
     required_offset: int
     base_offset: int
     token: int
+    handle: int = 0          # the timeout timer (cancelled once answered)
 
 
 @dataclass(slots=True)
@@ -217,6 +228,7 @@ class ParkedFetch:
     src: Address
     req: Fetch
     token: int
+    handle: int = 0          # the max-wait timer (cancelled once answered)
 
 
 class Replica(Machine):
@@ -251,12 +263,22 @@ class Replica(Machine):
         self._token = 0
         self._correlation = 0
         self._outstanding = -1           # follower: correlation of the request in flight
+        self._fetch_timer = 0              # follower: its timeout timer's handle
         #: follower: the request in flight is an OffsetsForLeaderEpoch (truncation pending)
         self._outstanding_is_epoch = False
         self._fetch_gen = 0              # bumps on every role change: stale timers ignored
         self._highest_epoch_seen = -1
         self._alter_token = -1
         self._leader_hw_seen = (-1, 0)
+        #: the broker's replica manager when the replica runs in one (the cluster); None
+        #: when it runs alone (the conformance harness): then it fetches by itself, one
+        #: partition per request, as a fetcher thread carrying one partition would
+        self.host: FetcherHost | None = None
+        #: follower, with a host: what its fetcher thread is to do for it (Kafka's
+        #: ``PartitionFetchState``: truncating or fetching) and until when it is delayed
+        #: after an error (``replica.fetch.backoff.ms``; 0: not delayed)
+        self.fetch_state = "idle"
+        self.fetch_delay_until_us = 0
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -318,7 +340,7 @@ class Replica(Machine):
         if t is Fetch:
             self._on_fetch(msg, src)
         elif t is FetchResponse:
-            self._on_fetch_response(msg)
+            self.on_fetch_answer(msg)
         elif t is Produce:
             self._on_produce(msg, src)
         elif t is Tick:
@@ -330,7 +352,7 @@ class Replica(Machine):
         elif t is OffsetsForLeaderEpoch:
             self._on_offsets_for_leader_epoch(msg, src)
         elif t is OffsetsForLeaderEpochResponse:
-            self._on_offsets_for_leader_epoch_response(msg)
+            self.on_epoch_answer(msg)
         elif t is BrokerStates:
             self._on_broker_states(msg)
         elif t is ListOffsets:
@@ -425,6 +447,8 @@ class Replica(Machine):
             # offline partition or not a replica: stop whatever we were doing
             if self.role == "leader":
                 self._resign()
+            elif self.role == "follower" and self.host is not None:
+                self.touch(self.host).unfollow(self)
             self.role = "none"
             self.leader = ps.leader
             self.leader_epoch = ps.leader_epoch
@@ -435,6 +459,8 @@ class Replica(Machine):
     def _make_leader(self, ps: PartitionState) -> None:
         """``Partition.makeLeader``: LESO = LEO, epoch cache entry, follower state reset."""
         re_elected = self.role == "leader" and self.leader == self.broker_id
+        if self.role == "follower" and self.host is not None:
+            self.touch(self.host).unfollow(self)
         self._fetch_gen += 1
         self._outstanding = -1
         new_epoch = ps.leader_epoch > self.leader_epoch
@@ -477,12 +503,17 @@ class Replica(Machine):
         self.delayed_deletes = []
         for d in self.delayed:
             self._respond_produce(d.src, d.req, NOT_LEADER_OR_FOLLOWER, -1)
+            self.cancel_timer(d.handle)
         self.delayed = []
         for p in self.parked:
             self._respond_fetch_error(p.src, p.req, NOT_LEADER_OR_FOLLOWER)
+            self.cancel_timer(p.handle)
         self.parked = []
         self.pending_isr = None
         self.leso = UNDEFINED
+        self.role = "resigned"
+        if self.host is not None:   # the manager's parked fetches on this partition end
+            self.touch(self.host).leader_progress(self)
 
     def _make_follower(self, ps: PartitionState) -> None:
         if self.role == "leader":
@@ -500,6 +531,10 @@ class Replica(Machine):
         self.followers = {}
         self.emit("become_follower", **self._tp(), leader=ps.leader,
                   leader_epoch=ps.leader_epoch, leo=self.leo, hw=self.hw)
+        if self.host is not None:   # ReplicaFetcherManager.addFetcherForPartitions
+            self.fetch_state = "idle"
+            self.fetch_delay_until_us = 0
+            self.touch(self.host).follow(self)
         trunc = self.rules.truncation
         if trunc == "hw":
             self._truncate(self.hw, "high_watermark")
@@ -623,8 +658,7 @@ class Replica(Machine):
                 if req.acks == -1:
                     d = DelayedProduce(src, req, base + len(req.records), base,
                                        self._next_token())
-                    self.delayed.append(d)
-                    self.timer(req.timeout_ms, Tick("produce_timeout", d.token, 0))
+                    self._delay_produce(d)
                     self._complete_delayed()
                 else:
                     self._respond_produce(src, req, NONE, base)
@@ -638,14 +672,18 @@ class Replica(Machine):
                            for i, r in enumerate(req.records)))
         if req.acks == -1:
             d = DelayedProduce(src, req, self.leo, base, self._next_token())
-            self.delayed.append(d)
-            self.timer(req.timeout_ms, Tick("produce_timeout", d.token, 0))
+            self._delay_produce(d)
         self._maybe_increment_leader_hw("produce")
         if req.acks == 1:
             self._respond_produce(src, req, NONE, base)
         elif req.acks == -1:
             self._complete_delayed()
         self._complete_parked()
+
+    def _delay_produce(self, d: DelayedProduce) -> None:
+        self.delayed.append(d)
+        d.handle = self.timer(d.req.timeout_ms, Tick("produce_timeout", d.token, 0),
+                              cancellable=True)
 
     def _respond_produce(self, src: Address, req: Produce, error: str, base: int) -> None:
         if req.acks != 0:
@@ -662,55 +700,59 @@ class Replica(Machine):
                 err = (NONE if len(self.maximal_isr) >= self.effective_min_isr()
                        else NOT_ENOUGH_REPLICAS_AFTER_APPEND)
                 self._respond_produce(d.src, d.req, err, d.base_offset)
+                self.cancel_timer(d.handle)
             else:
                 keep.append(d)
         self.delayed = keep
 
     def _on_fetch(self, req: Fetch, src: Address) -> None:
+        if req.replica < 0:
+            err = self._check_epoch(req.current_leader_epoch)
+            if err != NONE:
+                self._respond_fetch_error(src, req, err)
+            else:
+                self._on_consumer_fetch(req, src)
+            return
+        answer, ready = self.follower_fetch(req)
+        if not ready and self.cfg.replica_fetch_wait_max_ms > 0:
+            self._park(src, req)
+        else:
+            self.send(src, answer)
+
+    def follower_fetch(self, req: Fetch) -> tuple[FetchResponse, bool]:
+        """The leader's side of one partition of a follower's fetch (``Partition.fetchRecords``
+        with ``updateFollowerFetchState``): the answer, and whether it is ready — False
+        when there is nothing to read yet (no records, no error, no diverging epoch), so
+        that the request may be parked (``DelayedFetch``)."""
         err = self._check_epoch(req.current_leader_epoch)
         if err != NONE:
-            self._respond_fetch_error(src, req, err)
-            return
-        if req.replica < 0:
-            self._on_consumer_fetch(req, src)
-            return
+            return self._fetch_error(req, err), True
         if req.replica not in self.followers:
-            self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
-            return
+            return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
         # truncate-on-fetch: the diverging-epoch check (KAFKA-10554, 2.8+)
         if self.rules.truncation == "fetch" and req.last_fetched_epoch >= 0:
             epoch, end = self.log.epochs.end_offset_for(req.last_fetched_epoch, self.leo)
             if epoch == UNDEFINED or end == UNDEFINED:
                 # Partition.readRecords (2.8.0): "Could not determine the end offset of the
                 # last fetched epoch" is OFFSET_OUT_OF_RANGE, never a diverging (-1, -1)
-                self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
-                return
+                return self._fetch_error(req, OFFSET_OUT_OF_RANGE), True
             if epoch < req.last_fetched_epoch or end < req.fetch_offset:
                 if not self.rules.skip_diverging_fetch_state:
                     try:
                         self._update_follower_fetch_state(req)   # KAFKA-13141
                     except StaleFetch:
-                        self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
-                        return
-                self.send(src, FetchResponse(
+                        return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
+                return FetchResponse(
                     self.topic, self.partition, NONE, self.hw, self.leo,
                     self.log.log_start_offset, (), epoch, end, self.leader_epoch,
-                    req.correlation))
-                return
+                    req.correlation), True
         if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
-            self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
-            return
+            return self._fetch_error(req, OFFSET_OUT_OF_RANGE), True
         try:
             self._update_follower_fetch_state(req)
         except StaleFetch:
-            self._respond_fetch_error(src, req, NOT_LEADER_OR_FOLLOWER)
-            return
-        if req.fetch_offset >= self.leo and self.cfg.replica_fetch_wait_max_ms > 0:
-            p = ParkedFetch(src, req, self._next_token())
-            self.parked.append(p)
-            self.timer(self.cfg.replica_fetch_wait_max_ms, Tick("fetch_wait", p.token, 0))
-            return
-        self._answer_follower_fetch(src, req)
+            return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
+        return self.follower_answer(req), req.fetch_offset < self.leo
 
     def _update_follower_fetch_state(self, req: Fetch) -> None:
         """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (1.3, 1.5)."""
@@ -726,21 +768,28 @@ class Replica(Machine):
         if self.delayed_deletes:
             self._complete_deletes()
 
-    def _answer_follower_fetch(self, src: Address, req: Fetch) -> None:
+    def follower_answer(self, req: Fetch) -> FetchResponse:
+        """What a follower's fetch reads now, without touching its fetch state (a parked
+        fetch completing: ``DelayedFetch.onComplete``); an error if this replica is no
+        longer the leader of the epoch the fetch named."""
+        err = self._check_epoch(req.current_leader_epoch)
+        if err != NONE:
+            return self._fetch_error(req, err)
         recs = self.log.read(req.fetch_offset, self.leo,
                              min(req.max_records, self.cfg.replica_fetch_max_records))
-        self.send(src, FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
-                                     self.log.log_start_offset, recs, -1, -1,
-                                     self.leader_epoch, req.correlation))
+        return FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
+                             self.log.log_start_offset, recs, -1, -1,
+                             self.leader_epoch, req.correlation)
+
+    def _answer_follower_fetch(self, src: Address, req: Fetch) -> None:
+        self.send(src, self.follower_answer(req))
 
     def _on_consumer_fetch(self, req: Fetch, src: Address) -> None:
         if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
             self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
             return
         if req.fetch_offset >= self.hw:
-            p = ParkedFetch(src, req, self._next_token())
-            self.parked.append(p)
-            self.timer(self.cfg.replica_fetch_wait_max_ms, Tick("fetch_wait", p.token, 0))
+            self._park(src, req)
             return
         self._answer_consumer_fetch(src, req)
 
@@ -750,12 +799,23 @@ class Replica(Machine):
                                      self.log.log_start_offset, recs, -1, -1,
                                      self.leader_epoch, req.correlation))
 
+    def _fetch_error(self, req: Fetch, error: str) -> FetchResponse:
+        return FetchResponse(self.topic, self.partition, error, self.hw, self.leo,
+                             self.log.log_start_offset, (), -1, -1, self.leader_epoch,
+                             req.correlation)
+
     def _respond_fetch_error(self, src: Address, req: Fetch, error: str) -> None:
-        self.send(src, FetchResponse(self.topic, self.partition, error, self.hw, self.leo,
-                                     self.log.log_start_offset, (), -1, -1,
-                                     self.leader_epoch, req.correlation))
+        self.send(src, self._fetch_error(req, error))
+
+    def _park(self, src: Address, req: Fetch) -> None:
+        p = ParkedFetch(src, req, self._next_token())
+        self.parked.append(p)
+        p.handle = self.timer(self.cfg.replica_fetch_wait_max_ms,
+                              Tick("fetch_wait", p.token, 0), cancellable=True)
 
     def _complete_parked(self) -> None:
+        if self.host is not None:
+            self.touch(self.host).leader_progress(self)
         if not self.parked or self.role != "leader":
             return
         keep = []
@@ -763,6 +823,7 @@ class Replica(Machine):
             ready = (self.hw > p.req.fetch_offset if p.req.replica < 0
                      else self.leo > p.req.fetch_offset)
             if ready:
+                self.cancel_timer(p.handle)
                 if p.req.replica < 0:
                     self._answer_consumer_fetch(p.src, p.req)
                 else:
@@ -772,16 +833,20 @@ class Replica(Machine):
         self.parked = keep
 
     def _on_offsets_for_leader_epoch(self, req: OffsetsForLeaderEpoch, src: Address) -> None:
+        self.send(src, self.epoch_end_offset(req))
+
+    def epoch_end_offset(self, req: OffsetsForLeaderEpoch) -> OffsetsForLeaderEpochResponse:
+        """The leader's answer to one partition of OffsetsForLeaderEpoch
+        (``Partition.lastOffsetForLeaderEpoch``)."""
         err = self._check_epoch(req.current_leader_epoch)
         if err != NONE:
-            self.send(src, OffsetsForLeaderEpochResponse(
-                self.topic, self.partition, err, -1, -1, req.correlation))
-            return
+            return OffsetsForLeaderEpochResponse(self.topic, self.partition, err, -1, -1,
+                                                 req.correlation)
         epoch, end = self.log.epochs.end_offset_for(req.leader_epoch, self.leo)
         if self.rules.truncation == "kip101" and epoch != UNDEFINED:
             epoch = req.leader_epoch   # pre-KIP-279: no "epoch of the end offset"
-        self.send(src, OffsetsForLeaderEpochResponse(
-            self.topic, self.partition, NONE, epoch, end, req.correlation))
+        return OffsetsForLeaderEpochResponse(self.topic, self.partition, NONE, epoch, end,
+                                             req.correlation)
 
     # -- DeleteRecords (KIP-107) -----------------------------------------------------------
     def low_watermark(self) -> int:
@@ -843,7 +908,20 @@ class Replica(Machine):
     def _send_fetch(self) -> None:
         if self.role != "follower" or self.leader < 0:
             return
+        if self.host is not None:   # the fetcher thread sends it, with its siblings
+            self._outstanding = -1
+            self.fetch_state = "fetching"
+            self.touch(self.host).wake(self)
+            return
         corr = self._next_correlation()
+        self.send(self._addr(self.leader), Fetch(*self.fetch_part(corr)))
+        self._fetch_timer = self.timer(
+            self.cfg.replica_fetch_wait_max_ms + self.cfg.replica_socket_timeout_ms,
+            Tick("fetch_timeout", corr, self._fetch_gen), cancellable=True)
+
+    def fetch_part(self, corr: int) -> tuple[Any, ...]:
+        """This partition's part of a fetch request with correlation ``corr`` (the fields
+        of a :class:`Fetch`): from the LEO, with the era's epochs; awaits its answer."""
         self._outstanding = corr
         self._outstanding_is_epoch = False
         # lastFetchedEpoch (2.8+): the epoch cache's latest epoch when the fetch state is
@@ -854,22 +932,52 @@ class Replica(Machine):
         # with a diverging epoch and the truncation trims the stale entry (KAFKA-7415).
         last_epoch = self.log.epochs.latest_epoch() if self.rules.truncation == "fetch" else -1
         own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
-        self.send(self._addr(self.leader), Fetch(
-            self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
-            self.leader_epoch if self.rules.epoch_fencing else -1,
-            self.log.log_start_offset, self.cfg.replica_fetch_max_records, corr))
-        self.timer(self.cfg.replica_fetch_wait_max_ms + self.cfg.replica_socket_timeout_ms,
-                   Tick("fetch_timeout", corr, self._fetch_gen))
+        return (self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
+                self.leader_epoch if self.rules.epoch_fencing else -1,
+                self.log.log_start_offset, self.cfg.replica_fetch_max_records, corr)
 
     def _send_offsets_for_leader_epoch(self) -> None:
+        if self.host is not None:   # the fetcher thread asks, for all it is truncating
+            self._outstanding = -1
+            self.fetch_state = "truncating"
+            self.touch(self.host).wake(self)
+            return
         corr = self._next_correlation()
+        self.send(self._addr(self.leader), OffsetsForLeaderEpoch(*self.epoch_part(corr)))
+        self._fetch_timer = self.timer(self.cfg.replica_socket_timeout_ms,
+                                       Tick("fetch_timeout", corr, self._fetch_gen),
+                                       cancellable=True)
+
+    def epoch_part(self, corr: int) -> tuple[Any, ...]:
+        """This partition's part of an OffsetsForLeaderEpoch request (the fields of an
+        :class:`OffsetsForLeaderEpoch`): its latest epoch; awaits the answer."""
         self._outstanding = corr
         self._outstanding_is_epoch = True
-        self.send(self._addr(self.leader), OffsetsForLeaderEpoch(
-            self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
-            self.leader_epoch if self.rules.epoch_fencing else -1, corr))
-        self.timer(self.cfg.replica_socket_timeout_ms,
-                   Tick("fetch_timeout", corr, self._fetch_gen))
+        return (self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
+                self.leader_epoch if self.rules.epoch_fencing else -1, corr)
+
+    def awaits(self, corr: int) -> bool:
+        """Whether this follower awaits its part of the fetcher's request ``corr``."""
+        return self.role == "follower" and self._outstanding == corr
+
+    def fetch_failed(self, corr: int, peer: str, reason: str) -> None:
+        """The fetcher thread's request ``corr`` failed as a whole (a disconnect, a timeout,
+        an error for the request): if this partition was in it, it is delayed by
+        ``replica.fetch.backoff.ms`` (``AbstractFetcherThread.processFetchRequest``: every
+        partition of the thread is marked with an error)."""
+        if self.role == "follower" and self._outstanding == corr:
+            self._backoff()
+
+    def end_backoff(self) -> None:
+        """The delay after an error is over: fetch again (or, in the eras that truncate by
+        OffsetsForLeaderEpoch, ask for the epoch's end offset first)."""
+        self.fetch_delay_until_us = 0
+        if self.role != "follower":
+            return
+        if self.rules.truncation in ("kip101", "kip279"):
+            self._send_offsets_for_leader_epoch()
+        else:
+            self._send_fetch()
 
     def connection_reset(self, peer: str) -> None:
         """The connection to ``peer`` was reset. A follower whose leader it is fails its
@@ -879,7 +987,7 @@ class Replica(Machine):
         to the controller sends it again soon (``AlterPartitionManager``); in the ZooKeeper
         eras the ISR is written to ZooKeeper, not through the controller: nothing to do."""
         if (self.role == "follower" and self.leader >= 0 and self._outstanding >= 0
-                and peer == self._addr(self.leader)[0]):
+                and self.host is None and peer == self._addr(self.leader)[0]):
             self.emit("request_failed", **self._tp(), peer=peer,
                       request="OffsetsForLeaderEpoch" if self._outstanding_is_epoch
                       else "Fetch", reason="disconnected")
@@ -894,12 +1002,18 @@ class Replica(Machine):
 
     def _backoff(self) -> None:
         self._outstanding = -1
+        if self.host is not None:   # the thread leaves it out until the delay is over
+            self.fetch_delay_until_us = self.now_us + int(
+                self.cfg.replica_fetch_backoff_ms * 1000)
+            self.touch(self.host).wake(self)
+            return
         self.timer(self.cfg.replica_fetch_backoff_ms, Tick("fetch_backoff", 0, self._fetch_gen))
 
-    def _on_offsets_for_leader_epoch_response(self, r: OffsetsForLeaderEpochResponse) -> None:
+    def on_epoch_answer(self, r: OffsetsForLeaderEpochResponse) -> None:
         if self.role != "follower" or r.correlation != self._outstanding:
             return
         self._outstanding = -1
+        self.cancel_timer(self._fetch_timer)
         if r.error != NONE:
             self._backoff()
             return
@@ -933,10 +1047,11 @@ class Replica(Machine):
         self._truncate(min(leader_end, local_end, self.leo), "leader_epoch")
         return True
 
-    def _on_fetch_response(self, r: FetchResponse) -> None:
+    def on_fetch_answer(self, r: FetchResponse) -> None:
         if self.role != "follower" or r.correlation != self._outstanding:
             return
         self._outstanding = -1
+        self.cancel_timer(self._fetch_timer)
         if r.error == OFFSET_OUT_OF_RANGE:
             # AbstractFetcherThread.fetchOffsetAndTruncate (the unclean-election path)
             if r.log_end_offset < self.leo:
@@ -1089,10 +1204,7 @@ class Replica(Machine):
                     self._send_fetch()
         elif k == "fetch_backoff":
             if t.arg == self._fetch_gen and self.role == "follower" and self._outstanding < 0:
-                if self.rules.truncation in ("kip101", "kip279"):
-                    self._send_offsets_for_leader_epoch()
-                else:
-                    self._send_fetch()
+                self.end_backoff()
         elif k == "isr_expiration":
             self.timer(self.cfg.replica_lag_time_max_ms / 2, Tick("isr_expiration", 0, 0))
             if self.role == "leader" and self.pending_isr is None:

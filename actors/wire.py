@@ -103,3 +103,9 @@ def decode(frame: bytes) -> Any:
 def round_trip(msg: Any) -> Any:
     """Encode and decode (tests and tools)."""
     return decode(Codec().encode(msg))
+
+
+def fields(msg: Any) -> tuple[Any, ...]:
+    """A message's field values as a tuple (a part of a multi-partition request or
+    response: rebuilt with ``cls(*fields)``)."""
+    return _PACK[type(msg)][1](msg)

@@ -35,9 +35,12 @@ from actors.consumer import Consumer, ConsumerConfig
 from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.core import Machine
 from actors.eras import rules_for
+from actors.fetcher import FetcherConfig, ReplicaFetcherThread
 from actors.log import BrokerDisk, NoDisk
+from actors.messages import FetcherStall
 from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
+from actors.replica_manager import ReplicaManager
 from emulator.network import DelayDist, Network
 from emulator.rng import RngTree
 from emulator.scenario import consumer_node, producer_node
@@ -146,10 +149,16 @@ class Cluster:
                 machines: list[Machine] = [Broker(
                     node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
                     heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"])]
-                for topic, p in hosted:
-                    machines.append(Replica(node.name, b, disk.log(topic, p), rules,
-                                            self._replica_cfg(self.topic_cfg[topic]),
-                                            clean_start=clean or node.incarnation == 1))
+                replicas = [Replica(node.name, b, disk.log(topic, p), rules,
+                                    self._replica_cfg(self.topic_cfg[topic]),
+                                    clean_start=clean or node.incarnation == 1)
+                            for topic, p in hosted]
+                manager = ReplicaManager(node.name, b, replicas, self.broker_ids, FetcherConfig(
+                    num_replica_fetchers=cl["num.replica.fetchers"],
+                    replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
+                    replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
+                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]))
+                machines += manager.machines()
                 disk.clean_shutdown = False   # running: an unclean stop from here on
                 return machines
             self.sched.add_node(Node(f"broker-{b}", self.disks[b], broker_factory))
@@ -267,6 +276,22 @@ class Cluster:
     def set_link_drop(self, src: str, dst: str, rate: float) -> None:
         self.network.set_link_drop(src, dst, rate)
 
+    def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
+                      duration_s: float) -> None:
+        """Stall (``duration_s`` > 0; 0 ends it) the fetcher threads of broker ``node``
+        that fetch from ``sources`` (every leader when None) with id ``fetcher`` (-1: all).
+        A stall without an end lasts until the heal."""
+        n = self.sched.nodes.get(node)
+        if n is None or n.state == "down":
+            return
+        ms = (0 if duration_s <= 0 else 10**12 if duration_s == float("inf")
+              else max(1, int(duration_s * 1000)))
+        for name, m in sorted(n.machines.items()):
+            if (isinstance(m, ReplicaFetcherThread)
+                    and (sources is None or f"broker-{m.leader}" in sources)
+                    and fetcher in (-1, m.fetcher)):
+                self.sched.inject((node, name), FetcherStall(ms))
+
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None:
         self.sched.emit("sim", "nemesis", "fault", fault=fault, phase=phase, target=target,
                         **extra)
@@ -300,6 +325,8 @@ class Cluster:
         self.sched.emit("sim", "sim", "phase", phase="heal")
         self.network.heal_all()
         for name, node in sorted(self.sched.nodes.items()):
+            if name.startswith("broker-"):
+                self.stall_fetcher(name, None, -1, 0.0)
             if node.state == "paused":
                 self.sched.resume_node(name)
             elif node.state == "down":

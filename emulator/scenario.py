@@ -106,6 +106,7 @@ CLUSTER: dict[str, Key] = {
     "brokers": Key(INT, 3, _between(1, 1000, "brokers an emulated cluster holds")),
     "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
+    "num.replica.fetchers": Key(INT, 1, _pos),
     "replica.fetch.wait.max.ms": Key(INT, 500, _nonneg),
     "replica.fetch.min.bytes": Key(INT, 1, _nonneg),
     "replica.fetch.max.records": Key(INT, 2000, _pos),
@@ -195,6 +196,8 @@ FAULT: dict[str, Key] = {
     "duration_s": Key(NUM, 0.0, _nonneg),
     "extra_ms": Key(NUM, 0.0, _nonneg),
     "rate": Key(NUM, 0.0, _rate),
+    "source": Key((str, list), ""),
+    "fetcher_id": Key(INT, -1, None),
 }
 
 EXPECT: dict[str, Key] = {
@@ -438,19 +441,34 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     if sc["admin"]:
         nodes.add("admin")
     partitions = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
-    for t in targets:
+    _check_names(src, f"{where}.target", targets, nodes, partitions)
+    if fe["fault"] == "stall_fetcher":
+        brokers = {n for n in nodes if n.startswith("broker-")}
+        _check_names(src, f"{where}.target", targets, brokers, partitions)
+        sources = fe["source"] if isinstance(fe["source"], list) else [fe["source"]]
+        _check_names(src, f"{where}.source", [s for s in sources if s != ""], brokers,
+                     partitions)
+        n = sc["cluster"]["num.replica.fetchers"]
+        if not -1 <= fe["fetcher_id"] < n:
+            raise src.error(f"{where}.fetcher_id", f"{fe['fetcher_id']} is not a fetcher id "
+                            f"(0..{n - 1} with num.replica.fetchers = {n}, or -1 for all)")
+
+
+def _check_names(src: _Source, field: str, names: list[Any], nodes: set[str],
+                 partitions: set[str]) -> None:
+    for t in names:
         if not isinstance(t, str):
-            raise src.error(f"{where}.target", f"expected a node name, got {t!r}")
+            raise src.error(field, f"expected a node name, got {t!r}")
         role, colon, rest = t.partition(":")
         if colon and role in ("leader", "follower"):
             tp, slash, k = rest.partition("/")
             if tp not in partitions:
-                raise src.error(f"{where}.target", f"{t!r}: no partition {tp!r}")
+                raise src.error(field, f"{t!r}: no partition {tp!r}")
             if slash and (role == "leader" or not k.isdigit()):
-                raise src.error(f"{where}.target",
+                raise src.error(field,
                                 f"{t!r}: only follower:<topic>-<p>/<k> takes a replica index")
         elif t not in nodes:
-            raise src.error(f"{where}.target", f"unknown node {t!r} (known: "
+            raise src.error(field, f"unknown node {t!r} (known: "
                             f"{', '.join(sorted(nodes))}, leader:<topic>-<p>, "
                             f"follower:<topic>-<p>[/k])")
 

@@ -18,6 +18,8 @@ Design (STACK_NOTES "Driving virtual time", DESIGN section 3):
   no ``MockClock`` autojump, and no wake-up of a separate scheduler task per instant: one
   Trio scheduling round per instant.
 * Control entries (faults, phase changes, the end of the run) run alone between batches.
+* A cancelled timer (:class:`actors.core.CancelTimer`) keeps its heap key; its entry is
+  marked and skipped when its time comes, so no other entry's key or order changes.
 * A node is a Trio nursery under its own cancel scope. Crash = cancel the scope (volatile
   state — the machines — is gone) and tell the node's durable storage what kind of crash it
   was (power loss drops the page cache). Restart builds fresh machines from durable state.
@@ -38,7 +40,7 @@ from typing import Any, Final, Protocol
 
 import trio
 
-from actors.core import Emit, Machine, Send, Timer
+from actors.core import CancelTimer, Emit, Machine, Send, Timer
 from actors.messages import ConnectionReset
 from actors.wire import Codec, FrameError, decode
 from emulator.network import Network
@@ -46,16 +48,19 @@ from traces.writer import TraceWriter
 
 DELIVER: Final = 0
 CONTROL: Final = 1
+CANCELLED: Final = 2
 SEQ_BITS: Final = 40
 #: the actor name a connection reset comes from: the dead process's kernel, not an actor
 TCP: Final = "tcp"
 SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 
-# An actor's inbox item: (cause index in the batch, src address, msgpack frame bytes — or,
-# for a timer, the timer message itself: timers are in-process and never cross the wire).
-Inbound = tuple[int, tuple[str, str], Any]
-# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, msg) | Emit
-Outbound = tuple[str, Any, Any] | Emit
+# A task's inbox item: (cause index in the batch, src address, msgpack frame bytes — or,
+# for a timer, the timer message itself: timers are in-process and never cross the wire —
+# and the machine it is for).
+Inbound = tuple[int, tuple[str, str], Any, Machine]
+# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, msg,
+# handle) | ("c", handle, None) | Emit
+Outbound = tuple[str, Any, Any] | tuple[str, Any, Any, int] | Emit
 
 
 class Storage(Protocol):
@@ -104,10 +109,12 @@ class Scheduler:
         self._t0 = 0.0
         self._sleep_to = 0
         self._paced = 0
-        self._results: list[tuple[Machine, list[Outbound]] | None] = []
+        self._results: list[list[tuple[Machine, list[Outbound]]] | None] = []
         self._nursery: trio.Nursery | None = None
         self._stop = False
         self._system_codec = Codec()   # frames of the simulated TCP stack (resets)
+        #: (node, actor, handle) -> seq of a cancellable timer not yet delivered (or held)
+        self._cancellable: dict[tuple[str, str, int], int] = {}
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -120,9 +127,12 @@ class Scheduler:
     def stop(self) -> None:
         self._stop = True
 
-    def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes) -> None:
+    def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes, handle: int = 0
+              ) -> None:
         seq = self._seq = self._seq + 1
-        self._entries[seq] = (kind, dst, src, frame)
+        self._entries[seq] = (kind, dst, src, frame, handle)
+        if handle:
+            self._cancellable[(dst[0], dst[1], handle)] = seq
         heapq.heappush(self._heap, t << SEQ_BITS | seq)
 
     def emit(self, node: str, actor: str, event: str, **fields: Any) -> None:
@@ -139,15 +149,21 @@ class Scheduler:
         node.inboxes = {}
         node.scope = trio.CancelScope()
         receivers = []
+        tasks: dict[str, trio.MemorySendChannel[Inbound]] = {}
         for m in machines:
-            send, recv = trio.open_memory_channel[Inbound](math.inf)
+            send = tasks.get(m.task)
+            if send is None:
+                send, recv = trio.open_memory_channel[Inbound](math.inf)
+                tasks[m.task] = send
+                receivers.append(recv)
             node.inboxes[m.name] = send
-            receivers.append((m, recv))
         self._nursery.start_soon(self._node_task, node, node.scope, receivers)
+        codec = Codec()
         for m in machines:
             m.now_us = self.now
             m.start()
-            self._commit(m, self._encode(Codec(), m.drain()))
+            for owner, effects in self._drain(codec, m):
+                self._commit(owner, effects)
 
     def crash_node(self, name: str, *, power_loss: bool, kind: str = "") -> None:
         node = self.nodes[name]
@@ -166,6 +182,7 @@ class Scheduler:
         # Volatile state dies with the process: its pending timers, and frames on the wire
         # to it (their connections are reset), never reach the next incarnation.
         entries = self._entries
+        self._cancellable = {k: v for k, v in self._cancellable.items() if k[0] != name}
         kept: list[int] = []
         lost: list[int] = []
         for key in self._heap:
@@ -175,7 +192,7 @@ class Scheduler:
             self._heap[:] = kept
             heapq.heapify(self._heap)
             for key in sorted(lost):
-                _, dst, src, frame = entries.pop(key & SEQ_MASK)
+                _, dst, src, frame, _h = entries.pop(key & SEQ_MASK)
                 self._drop(src, dst, frame, "node_down")
         if not power_loss:
             self._reset_connections(name)
@@ -207,6 +224,11 @@ class Scheduler:
         for actor in actors:
             self._push(fate[0], DELIVER, (peer, actor), (dead, TCP), fate[1])
 
+    def inject(self, dst: tuple[str, str], msg: Any) -> None:
+        """Deliver ``msg`` to actor ``dst`` now, from the runtime of its own node (a fault
+        acting inside a process, such as a stalled thread): never crosses the network."""
+        self._push(self.now, DELIVER, dst, (dst[0], "sim"), self._system_codec.encode(msg))
+
     def restart_node(self, name: str) -> None:
         if self.nodes[name].state != "down":
             return
@@ -227,23 +249,23 @@ class Scheduler:
         self.emit(name, "sim", "node_resume")
         held, node.held = node.held, []
         for entry in held:
-            self._push(self.now, DELIVER, entry[1], entry[2], entry[3])
+            self._push(self.now, DELIVER, entry[1], entry[2], entry[3], entry[4])
 
     # -- the actor shell -------------------------------------------------------------------
     async def _node_task(self, node: Node, scope: trio.CancelScope,
-                         receivers: list[tuple[Machine, trio.MemoryReceiveChannel[Inbound]]]
-                         ) -> None:
+                         receivers: list[trio.MemoryReceiveChannel[Inbound]]) -> None:
         with scope:
             async with trio.open_nursery() as nursery:
-                for m, recv in receivers:
-                    nursery.start_soon(self._actor_loop, m, recv)
+                for recv in receivers:
+                    nursery.start_soon(self._actor_loop, recv)
 
-    async def _actor_loop(self, m: Machine, inbox: trio.MemoryReceiveChannel[Inbound]
-                          ) -> None:
+    async def _actor_loop(self, inbox: trio.MemoryReceiveChannel[Inbound]) -> None:
+        """One Trio task: usually one actor; the machines of a task that hosts several
+        (:attr:`actors.core.Machine.task`) run one message at a time, in batch order."""
         codec = Codec()
         receive = inbox.receive
         while True:   # the inbox is never closed: the node's cancel scope ends this loop
-            cause, src, frame = await receive()
+            cause, src, frame, m = await receive()
             m.now_us = self.now
             if type(frame) is bytes:
                 try:
@@ -257,10 +279,24 @@ class Scheduler:
                         m.handle(msg, src)
             else:
                 m.handle(frame, src)   # a timer: in-process, never on the wire
-            self._results[cause] = (m, self._encode(codec, m.drain()))
+            self._results[cause] = self._drain(codec, m)
             self._pending -= 1
             if self._pending == 0:
                 self._advance()
+
+    def _drain(self, codec: Codec, m: Machine) -> list[tuple[Machine, list[Outbound]]]:
+        """The effects of ``m`` and, after them, of every machine of its task it called
+        into (:meth:`actors.core.Machine.touch`), in the order first touched."""
+        out = [(m, self._encode(codec, m.drain()))]
+        touched = m.touched
+        if touched:
+            seen = {id(m)}
+            for t in touched:
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    out.append((t, self._encode(codec, t.drain())))
+            touched.clear()
+        return out
 
     @staticmethod
     def _encode(codec: Codec, effects: list[Any]) -> list[Outbound]:
@@ -269,7 +305,9 @@ class Scheduler:
             if type(e) is Send:
                 out.append(("s", e.dst, codec.encode(e.msg)))
             elif type(e) is Timer:
-                out.append(("t", e.delay_us, e.msg))
+                out.append(("t", e.delay_us, e.msg, e.handle))
+            elif type(e) is CancelTimer:
+                out.append(("c", e.handle, None))
             else:
                 out.append(e)
         return out
@@ -285,12 +323,17 @@ class Scheduler:
                 if isinstance(fate, str):
                     self.writer.emit(now, m.node, m.name, "msg_drop", {
                         "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
-                        "msg": _msg_name(frame), "reason": fate})
+                        "msg": _msg_name(frame), "reason": fate, **_msg_detail(frame)})
                 else:
                     self._push(fate[0], DELIVER, dst, m.address, fate[1])
+            elif e[0] == "t":  # type: ignore[index]
+                _, delay, frame, handle = e  # type: ignore[misc]
+                self._push(now + delay, DELIVER, m.address, m.address, frame, handle)
             else:
-                _, delay, frame = e  # type: ignore[misc]
-                self._push(now + delay, DELIVER, m.address, m.address, frame)
+                seq = self._cancellable.pop((m.node, m.name, e[1]), 0)  # type: ignore[index]
+                entry = self._entries.get(seq)
+                if entry is not None and entry[0] == DELIVER:
+                    self._entries[seq] = (CANCELLED, *entry[1:])
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self, boot: Callable[[], None]) -> None:
@@ -322,7 +365,8 @@ class Scheduler:
         """
         for result in self._results:
             if result is not None:
-                self._commit(result[0], result[1])
+                for owner, effects in result:
+                    self._commit(owner, effects)
         self._results = []
         heap = self._heap
         entries = self._entries
@@ -334,6 +378,9 @@ class Scheduler:
                 self._done.set()
                 self._wakeup.set()
                 return
+            if entries[heap[0] & SEQ_MASK][0] == CANCELLED:
+                del entries[heappop(heap) & SEQ_MASK]
+                continue
             t = heap[0] >> SEQ_BITS
             if self.clock == "real" and t > self._paced:
                 self._sleep_to = t
@@ -345,13 +392,20 @@ class Scheduler:
                 continue
             batch: list[tuple[Any, ...]] = []
             end = (t + 1) << SEQ_BITS
-            while heap and heap[0] < end and entries[heap[0] & SEQ_MASK][0] == DELIVER:
-                batch.append(entries.pop(heappop(heap) & SEQ_MASK))
-            results: list[tuple[Machine, list[Outbound]] | None] = [None] * len(batch)
+            while heap and heap[0] < end:
+                kind = entries[heap[0] & SEQ_MASK][0]
+                if kind == CONTROL:
+                    break
+                entry = entries.pop(heappop(heap) & SEQ_MASK)
+                if kind == DELIVER:
+                    batch.append(entry)
+            results: list[list[tuple[Machine, list[Outbound]]] | None] = [None] * len(batch)
             self._results = results
             pending = 0
             for i, entry in enumerate(batch):
-                _, dst, src, frame = entry
+                _, dst, src, frame, handle = entry
+                if handle:
+                    self._cancellable.pop((dst[0], dst[1], handle), None)
                 node = nodes.get(dst[0])
                 if node is None or node.state == "down":
                     self._drop(src, dst, frame, "node_down")
@@ -368,7 +422,7 @@ class Scheduler:
                 if inbox is None:
                     self._drop(src, dst, frame, "no_such_actor")
                     continue
-                inbox.send_nowait((i, src, frame))
+                inbox.send_nowait((i, src, frame, node.machines[dst[1]]))
                 pending += 1
                 if type(frame) is bytes:
                     self.delivered_frames += 1
@@ -384,7 +438,7 @@ class Scheduler:
             return
         self.writer.emit(self.now, src[0], src[1], "msg_drop", {
             "src": f"{src[0]}/{src[1]}", "dst": f"{dst[0]}/{dst[1]}",
-            "msg": _msg_name(frame), "reason": reason})
+            "msg": _msg_name(frame), "reason": reason, **_msg_detail(frame)})
 
 
 def _msg_name(frame: Any) -> str:
@@ -394,3 +448,18 @@ def _msg_name(frame: Any) -> str:
         return type(decode(frame)).__name__
     except FrameError:
         return "corrupt"
+
+
+def _msg_detail(frame: Any) -> dict[str, Any]:
+    """For a dropped multi-partition request or response (a fetcher thread's): the
+    partitions it named, so a trace shows which fetches were lost together."""
+    if type(frame) is not bytes:
+        return {}
+    try:
+        msg = decode(frame)
+    except FrameError:
+        return {}
+    parts = getattr(msg, "parts", None)
+    if not isinstance(parts, tuple):
+        return {}
+    return {"partitions": [f"{p[0]}-{p[1]}" for p in parts]}

@@ -23,7 +23,8 @@ its followers (its fetches still arrive: the leader counts them, its answers are
 ``power_outage`` takes power from every broker at once, each returning after its own delay;
 ``split`` is Jepsen's random halves over every node, the controller and clients included,
 so a client may keep reaching a broker that the rest of the cluster no longer hears (the
-other partition kinds cut a broker from clients too).
+other partition kinds cut a broker from clients too); ``stall_fetcher`` stops one replica
+fetcher thread of a random broker (for a random leader broker and fetcher id).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -166,6 +167,14 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             side_b = rng.sample(brokers, rng.randrange(1, len(brokers)))
             rest = [n for n in ("controller", *client_nodes(sc)) if rng.random() < 0.5]
             entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
+                     "duration_s": dur}
+        elif kind == "stall_fetcher":
+            others = [b for b in brokers if b != node]
+            if not others:
+                continue
+            entry = {"at_s": at, "fault": "stall_fetcher", "target": node,
+                     "source": rng.choice(others),
+                     "fetcher_id": rng.randrange(sc["cluster"]["num.replica.fetchers"]),
                      "duration_s": dur}
         else:
             continue

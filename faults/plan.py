@@ -14,6 +14,9 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
                           partition has no leader)
     duration_s = 3.0      > 0: the fault reverts by itself (restart, resume, heal)
     extra_ms / rate       for "delay" / "drop"
+    source / fetcher_id   for "stall_fetcher": the leader broker(s) whose fetcher threads
+                          stall (a node, a list, or "leader:<topic>-<p>"; every leader when
+                          not given) and the thread's fetcher id (-1, the default: all)
 
 Kinds (after Jepsen's nemeses):
 
@@ -27,6 +30,9 @@ Kinds (after Jepsen's nemeses):
   ``target = [src, dst]``;
 * ``delay``: extra one-way delay on every link of the target; ``drop``: a loss rate on
   every link of the target;
+* ``stall_fetcher``: replica fetcher threads of the target broker stop working (a thread
+  stuck on a lock, a slow disk, a long GC pause of one thread): every partition they carry
+  stops fetching, so the leader drops from the ISR those that are being written to;
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
@@ -38,12 +44,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
-               "delay", "drop", "restart", "resume", "heal")
+               "delay", "drop", "restart", "resume", "heal", "stall_fetcher")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
-           "power_outage", "split")
+           "power_outage", "split", "stall_fetcher")
 
 
 class World(Protocol):
@@ -64,6 +70,8 @@ class World(Protocol):
     def heal_all(self) -> None: ...
     def set_extra_delay(self, src: str, dst: str, extra_ms: float) -> None: ...
     def set_link_drop(self, src: str, dst: str, rate: float) -> None: ...
+    def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
+                      duration_s: float) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
 
@@ -158,6 +166,14 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
                     world.set_extra_delay(a, b, 0.0)
                 else:
                     world.set_link_drop(a, b, 0.0)
+    elif kind == "stall_fetcher":
+        sources = resolve(world, f.get("source", "")) or None
+        fetcher = int(f.get("fetcher_id", -1))
+        for n in nodes:   # without a duration: until the heal
+            world.stall_fetcher(n, sources, fetcher, dur if dur > 0 else float("inf"))
+        def stop() -> None:
+            for n in nodes:
+                world.stall_fetcher(n, sources, fetcher, 0.0)
     elif kind == "restart":
         for n in nodes:
             world.restart(n)

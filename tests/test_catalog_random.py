@@ -25,11 +25,11 @@ from traces.writer import TraceWriter
 FIRST_DETECTION = {
     "s1-kip101-hw-truncation": 1,
     "s2-kip101-power-loss-divergence": 3,
-    "s4-kafka7128-stale-hw-isr-expand": 4,
+    "s4-kafka7128-stale-hw-isr-expand": 13,
     "s5-kip497-maximal-isr-race": 6,
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
-    "s13-kafka13141-diverging-fetch-hw": 4,
+    "s13-kafka13141-diverging-fetch-hw": 6,
     "s17-kafka7415-leader-without-epoch-entry": 13,
 }
 

@@ -9,7 +9,8 @@ first members are, in this order::
     node    the emitting node: "broker-<id>", "controller", "producer-<n>",
             "consumer-<group>-<n>", or "sim" for run-level events
     actor   the emitting actor on that node: "broker", "controller", "<topic>-<partition>"
-            for a partition replica, "producer", "consumer", or "sim"
+            for a partition replica, "ReplicaFetcherThread-<fetcher id>-<leader id>" for a
+            replica fetcher thread, "producer", "consumer", or "sim"
 
 then the event's own fields (below), and last a ``crc`` member: the CRC-32 (zlib) of the
 line's JSON text rendered *without* the crc member, so an altered line is found by its
@@ -45,6 +46,10 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "node_resume": (),
     "msg_drop": ("src", "dst", "msg", "reason"),
     "request_failed": ("peer", "request", "reason"),
+    # replica fetcher threads (actor ReplicaFetcherThread-<fetcher id>-<leader>)
+    "fetcher_partitions": ("leader", "fetcher_id", "change", "partition", "partitions"),
+    "fetcher_stall": ("leader", "fetcher_id", "duration_ms", "partitions"),
+    "fetcher_resume": ("leader", "fetcher_id", "partitions"),
     "frame_rejected": ("src", "dst", "error"),
     # replica state
     "leo_update": ("topic", "partition", "replica", "old", "new"),

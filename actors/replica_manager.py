@@ -1,0 +1,203 @@
+"""The broker's replica manager: Kafka's ``ReplicaManager`` around its partitions.
+
+One per broker. It runs the broker's partition replicas (:class:`actors.replica.Replica`)
+and its fetcher threads (:class:`actors.fetcher.ReplicaFetcherThread`) in one task, as
+Kafka's request handlers and fetcher threads share a broker's ``Partition`` objects (under
+locks; here one message at a time, in the scheduler's order). Each replica keeps its own
+address, timers and trace identity; the manager adds what spans partitions:
+
+* *follower side* (``ReplicaFetcherManager``): a replica that becomes a follower of leader
+  ``L`` joins thread ``(L, fetcher_id)``, leaves it when it leads or leaves the
+  assignment, and moves when leadership moves;
+* *leader side* (``ReplicaManager.fetchMessages`` and ``DelayedFetch``): a fetcher
+  thread's :class:`~actors.messages.ReplicaFetch` is read partition by partition (each
+  updating that follower's fetch state, the ISR and the HW); the answer goes at once when
+  some partition has an error, a diverging epoch or enough data (``replica.fetch.min.bytes``
+  across all partitions), else the whole request is parked until an append makes enough
+  data available, a partition changes leadership, or ``replica.fetch.wait.max.ms`` passes
+  — then it is read again, without touching the fetch states a second time (2.x
+  ``DelayedFetch.onComplete``);
+* :class:`~actors.messages.ReplicaEpochs`: OffsetsForLeaderEpoch for many partitions.
+
+Consumers still fetch per partition from the partition's own address.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from actors.core import Address, Machine
+from actors.fetcher import (
+    REPLICA_MANAGER,
+    FetcherConfig,
+    ReplicaFetcherThread,
+    fetcher_id,
+)
+from actors.log import RECORD_OVERHEAD_BYTES
+from actors.messages import (
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    Fetch,
+    FetchResponse,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    ReplicaEpochs,
+    ReplicaEpochsResponse,
+    ReplicaFetch,
+    ReplicaFetchResponse,
+    Tick,
+)
+from actors.replica import Replica
+from actors.wire import fields
+
+
+@dataclass(slots=True)
+class DelayedFetch:
+    src: Address
+    req: ReplicaFetch
+    parts: list[Fetch]
+    token: int
+    handle: int
+
+
+class ReplicaManager(Machine):
+    def __init__(self, node: str, broker_id: int, replicas: list[Replica],
+                 brokers: tuple[int, ...], cfg: FetcherConfig) -> None:
+        super().__init__(node, REPLICA_MANAGER)
+        self.broker_id = broker_id
+        self.cfg = cfg
+        self.replicas = {(r.topic, r.partition): r for r in replicas}
+        for r in replicas:
+            self.adopt(r)
+            r.host = self
+        correlations = itertools.count(1)
+        self.threads = {(b, i): ReplicaFetcherThread(node, broker_id, b, i, cfg, correlations)
+                        for b in brokers if b != broker_id
+                        for i in range(cfg.num_replica_fetchers)}
+        for t in self.threads.values():
+            self.adopt(t)
+        self._thread_of: dict[tuple[str, int], ReplicaFetcherThread] = {}
+        self.delayed: list[DelayedFetch] = []
+        self._token = 0
+
+    def machines(self) -> list[Machine]:
+        """Every machine of the task: the manager, its replicas, its fetcher threads."""
+        return [self, *self.replicas.values(), *self.threads.values()]
+
+    # -- follower side: ReplicaFetcherManager ------------------------------------------------
+    def follow(self, r: Replica) -> None:
+        tp = (r.topic, r.partition)
+        new = self.threads.get(
+            (r.leader, fetcher_id(r.topic, r.partition, self.cfg.num_replica_fetchers)))
+        old = self._thread_of.get(tp)
+        if old is not None and old is not new:
+            self.touch(old).remove(r)
+            del self._thread_of[tp]
+        if new is not None and old is not new:
+            self.touch(new).add(r)
+            self._thread_of[tp] = new
+
+    def unfollow(self, r: Replica) -> None:
+        old = self._thread_of.pop((r.topic, r.partition), None)
+        if old is not None:
+            self.touch(old).remove(r)
+
+    def wake(self, r: Replica) -> None:
+        thread = self._thread_of.get((r.topic, r.partition))
+        if thread is not None:
+            self.touch(thread).pump()
+
+    # -- leader side: fetchMessages and DelayedFetch ----------------------------------------
+    def handle(self, msg: Any, src: Address) -> None:
+        t = type(msg)
+        if t is ReplicaFetch:
+            self._on_replica_fetch(msg, src)
+        elif t is ReplicaEpochs:
+            answers = []
+            for p in msg.parts:
+                req = OffsetsForLeaderEpoch(*p)
+                r = self.replicas.get((req.topic, req.partition))
+                answers.append(fields(
+                    self.touch(r).epoch_end_offset(req) if r is not None
+                    else OffsetsForLeaderEpochResponse(req.topic, req.partition,
+                                                       NOT_LEADER_OR_FOLLOWER, -1, -1,
+                                                       req.correlation)))
+            self.send(src, ReplicaEpochsResponse(NONE, tuple(answers), msg.correlation))
+        elif t is Tick and msg.kind == "delayed_fetch":
+            for d in self.delayed:
+                if d.token == msg.token:
+                    self._complete(d)
+                    break
+
+    def _on_replica_fetch(self, req: ReplicaFetch, src: Address) -> None:
+        parts = [Fetch(*p) for p in req.parts]
+        answers = []
+        ready = False
+        size = 0
+        for f in parts:
+            r = self.replicas.get((f.topic, f.partition))
+            if r is None:
+                answers.append(_not_here(f))
+                ready = True
+                continue
+            answer, _has_data = self.touch(r).follower_fetch(f)
+            if answer.error != NONE or answer.diverging_epoch >= 0:
+                ready = True
+            if size < req.min_bytes:
+                size += _bytes(answer)
+            answers.append(answer)
+        if ready or size >= max(1, req.min_bytes) or req.max_wait_ms <= 0:
+            self.send(src, ReplicaFetchResponse(NONE, tuple(fields(a) for a in answers),
+                                                req.correlation))
+            return
+        self._token += 1
+        handle = self.timer(req.max_wait_ms, Tick("delayed_fetch", self._token, 0),
+                            cancellable=True)
+        self.delayed.append(DelayedFetch(src, req, parts, self._token, handle))
+
+    def leader_progress(self, r: Replica) -> None:
+        """``tryCompleteDelayedRequests`` after an append, a HW change or a leadership
+        change of ``r``: complete every parked request on that partition that can."""
+        if not self.delayed:
+            return
+        tp = (r.topic, r.partition)
+        for d in list(self.delayed):
+            if any((f.topic, f.partition) == tp for f in d.parts) and self._can_complete(d):
+                self._complete(d)
+
+    def _can_complete(self, d: DelayedFetch) -> bool:
+        """``DelayedFetch.tryComplete``: a partition no longer led here in the fetched epoch
+        (cases A, F), or at least ``min_bytes`` readable across the partitions."""
+        size = 0
+        for f in d.parts:
+            r = self.replicas.get((f.topic, f.partition))
+            if r is None or r.role != "leader" or (
+                    f.current_leader_epoch >= 0 and f.current_leader_epoch != r.leader_epoch):
+                return True
+            if f.fetch_offset < r.leo:
+                size += sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for rec in r.log.read(
+                    f.fetch_offset, r.leo, d.req.min_bytes // RECORD_OVERHEAD_BYTES + 1))
+                if size >= max(1, d.req.min_bytes):
+                    return True
+        return False
+
+    def _complete(self, d: DelayedFetch) -> None:
+        self.delayed.remove(d)
+        self.cancel_timer(d.handle)
+        answers = []
+        for f in d.parts:
+            r = self.replicas.get((f.topic, f.partition))
+            answers.append(fields(self.touch(r).follower_answer(f) if r is not None
+                                  else _not_here(f)))
+        self.send(d.src, ReplicaFetchResponse(NONE, tuple(answers), d.req.correlation))
+
+
+def _not_here(f: Fetch) -> FetchResponse:
+    return FetchResponse(f.topic, f.partition, NOT_LEADER_OR_FOLLOWER, -1, -1, -1, (), -1, -1,
+                         -1, f.correlation)
+
+
+def _bytes(answer: FetchResponse) -> int:
+    return sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for rec in answer.records)
