@@ -19,6 +19,11 @@ The workload (rate, keys) comes from the scenario; the settings are Kafka's:
   epoch for that partition (here: a fresh producer id) and numbers its batches afresh.
 
 Every send, ack and error is traced (``produce_send``, ``produce_ack``, ``produce_error``).
+
+The workload clock: at a rate up to one record per ``WORKLOAD_STEP_MS`` each record is sent
+at its own instant (``1/rate`` apart); faster, the clock ticks every ``WORKLOAD_STEP_MS``
+and sends the records due by then (an application calling ``send()`` in a loop), and a
+batch's ``linger.ms`` is checked at those ticks (it falls on one: batches open at ticks).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from actors.client import Client
 from actors.core import US_PER_MS
@@ -66,6 +71,10 @@ class ProducerConfig:
     record_bytes: int = 100
 
 
+#: the workload clock's finest step (see the module note)
+WORKLOAD_STEP_MS: Final = 1.0
+
+
 @dataclass(slots=True)
 class Batch:
     partition: int
@@ -100,9 +109,13 @@ class Producer(Client):
         self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sticky = StickyPartitioner(cfg.partitions, rng)
         self.key_partitions: dict[str, int] = {}   # key -> partition (a pure function: cached)
+        #: records come in steps of WORKLOAD_STEP_MS (several per step) above this rate
+        self.stepped = cfg.rate * WORKLOAD_STEP_MS > 1000.0
+        self._workload_start_us = 0
 
     def start(self) -> None:
         self.refresh_metadata()
+        self._workload_start_us = self.now_us
         self.timer(0, Tick("produce", 0, 0))
 
     # -- workload ----------------------------------------------------------------------------
@@ -131,10 +144,24 @@ class Producer(Client):
         batch = self.open.get(partition)
         if batch is None:
             batch = self.open[partition] = Batch(partition, created_ms=self.now_ms)
-            self.timer(cfg.linger_ms, Tick("linger", partition, 0))
+            if not self.stepped:   # stepped: the workload ticks check linger.ms
+                self.timer(cfg.linger_ms, Tick("linger", partition, 0))
         batch.records.append((value, key, self.sent - 1))
         if len(batch.records) * cfg.record_bytes >= cfg.batch_size:
             self._close(partition)
+
+    def _step(self) -> None:
+        """One tick of the stepped workload clock: close the batches that have lingered
+        long enough (before any new record, as their linger timers would have fired first),
+        then send every record due by now."""
+        cfg = self.cfg
+        for p in sorted(self.open):
+            if self.now_ms - self.open[p].created_ms >= cfg.linger_ms:
+                self._close(p)
+        due = int((self.now_us - self._workload_start_us) * cfg.rate / 1e6 + 1e-9) + 1
+        while self.sent < due:
+            self._next_record()
+        self.timer(WORKLOAD_STEP_MS, Tick("produce", 0, 0))
 
     def _close(self, partition: int) -> None:
         batch = self.open.pop(partition, None)
@@ -252,7 +279,9 @@ class Producer(Client):
         elif type(msg) is Tick:
             k = msg.kind
             if k == "produce":
-                if self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0:
+                if self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0 and self.stepped:
+                    self._step()
+                elif self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0:
                     self._next_record()
                     self.timer(1000.0 / self.cfg.rate, Tick("produce", 0, 0))
                 else:

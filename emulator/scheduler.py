@@ -50,6 +50,8 @@ DELIVER: Final = 0
 CONTROL: Final = 1
 CANCELLED: Final = 2
 SEQ_BITS: Final = 40
+#: a busy actor task yields to Trio at least this often
+YIELD_EVERY: Final = 64
 #: the actor name a connection reset comes from: the dead process's kernel, not an actor
 TCP: Final = "tcp"
 SEQ_MASK: Final = (1 << SEQ_BITS) - 1
@@ -264,8 +266,21 @@ class Scheduler:
         (:attr:`actors.core.Machine.task`) run one message at a time, in batch order."""
         codec = Codec()
         receive = inbox.receive
+        receive_nowait = inbox.receive_nowait
+        ready = 0
         while True:   # the inbox is never closed: the node's cancel scope ends this loop
-            cause, src, frame, m = await receive()
+            # Items already in the inbox are taken without a Trio scheduling round each;
+            # the task yields when it is empty, and every YIELD_EVERY items regardless (so
+            # that cancellation and signals are seen in a run where it is always busy).
+            try:
+                cause, src, frame, m = receive_nowait()
+                ready += 1
+                if ready >= YIELD_EVERY:
+                    ready = 0
+                    await trio.lowlevel.checkpoint()
+            except trio.WouldBlock:
+                ready = 0
+                cause, src, frame, m = await receive()
             m.now_us = self.now
             if type(frame) is bytes:
                 try:
@@ -287,13 +302,11 @@ class Scheduler:
     def _drain(self, codec: Codec, m: Machine) -> list[tuple[Machine, list[Outbound]]]:
         """The effects of ``m`` and, after them, of every machine of its task it called
         into (:meth:`actors.core.Machine.touch`), in the order first touched."""
-        out = [(m, self._encode(codec, m.drain()))]
+        out = [(m, self._encode(codec, m.drain()))] if m._out else []
         touched = m.touched
         if touched:
-            seen = {id(m)}
             for t in touched:
-                if id(t) not in seen:
-                    seen.add(id(t))
+                if t._out:   # a machine touched twice is drained the first time
                     out.append((t, self._encode(codec, t.drain())))
             touched.clear()
         return out

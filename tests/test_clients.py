@@ -382,3 +382,39 @@ def test_a_member_the_coordinator_forgot_loses_its_partitions_and_starts_over() 
     asked = [e.msg.partition for e in c.drain()
              if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
     assert sorted(asked) == [0, 1]
+
+
+def test_a_fast_producer_sends_the_records_due_at_each_millisecond_step() -> None:
+    """Above one record per millisecond the workload clock ticks every millisecond and sends
+    what is due by then (rate 2,500/s: 3, 2, 3, 2, ... records), and a batch is closed at the
+    first tick at least ``linger.ms`` after it opened, before that tick's new records."""
+    import random
+
+    from actors.core import Emit, Send, Timer
+    from actors.messages import MetadataRequest, MetadataResponse, Produce, Tick
+    from actors.producer import Producer, ProducerConfig
+
+    p = Producer("producer-0", 0, ProducerConfig("orders", 1, keys=0, rate=2500.0,
+                                                 linger_ms=2, batch_size=10**9),
+                 random.Random(1), brokers=(1,))
+    me = ("producer-0", "producer")
+    p.start()
+    ask = [e.msg for e in p.drain() if isinstance(e, Send) and isinstance(e.msg, MetadataRequest)]
+    p.handle(MetadataResponse((("orders", 0, 1, 1),), ask[-1].correlation), ("broker-1", "broker"))
+    p.drain()
+    per_tick, produced = [], []
+    for ms in range(6):
+        p.now_us = ms * 1000
+        p.handle(Tick("produce", 0, 0), me)
+        out = p.drain()
+        sends = [e for e in out if isinstance(e, Emit) and e.event == "produce_send"]
+        per_tick.append(len(sends))
+        produced += [len(e.msg.records) for e in out
+                     if isinstance(e, Send) and isinstance(e.msg, Produce)]
+        steps = [e.delay_us for e in out if isinstance(e, Timer) and e.msg.kind == "produce"]
+        assert steps == [1000]
+        assert not any(isinstance(e, Timer) and e.msg.kind == "linger" for e in out)
+    assert per_tick == [1, 2, 3, 2, 3, 2]          # 1 + 2.5 records per ms after the first
+    # the batch opened at 0 ms closes at the 2 ms tick holding the 3 records sent before it;
+    # the one opened at 2 ms closes at 4 ms with the 5 sent at 2 and 3 ms
+    assert produced == [3, 5]
