@@ -1,4 +1,4 @@
-"""The broker actor: registration, heartbeats, the metadata cache, group offsets.
+"""The broker actor: registration, heartbeats, the metadata cache.
 
 One per broker node, beside the broker's partition replicas. It does what Kafka's
 ``BrokerLifecycleManager``, ``MetadataCache`` and (the offset-storage half of) the
@@ -10,10 +10,11 @@ One per broker node, beside the broker's partition replicas. It does what Kafka'
 * keeps the metadata cache (leader and leader epoch per partition) and routes the
   controller's PartitionState (LeaderAndIsr) and BrokerStates to the local replicas,
   dropping those from a stale controller epoch;
-* answers clients' Metadata requests; is the group coordinator of the groups that map to
-  it (:mod:`actors.group`: membership, generations, assignments, session timeouts) and
-  stores their committed offsets durably (the ``__consumer_offsets`` log is not
-  replicated in this model: the coordinator broker's disk keeps them).
+* answers clients' Metadata requests (the leaders of ``__consumer_offsets`` partitions
+  too: a client finds its group's coordinator there, as FindCoordinator answers).
+
+The broker's partition replicas, fetcher threads and group coordinator run in the
+replica-manager task (:mod:`actors.replica_manager`, :mod:`actors.coordinator`).
 """
 
 from __future__ import annotations
@@ -21,35 +22,20 @@ from __future__ import annotations
 from typing import Any
 
 from actors.core import Address, Machine
-from actors.group import Group, Member
 from actors.log import BrokerDisk
 from actors.messages import (
-    COORDINATOR_NOT_AVAILABLE,
-    ILLEGAL_GENERATION,
-    NONE,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
     BrokerHeartbeat,
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
-    GroupAssignment,
-    GroupHeartbeat,
-    GroupHeartbeatResponse,
-    JoinGroup,
     MetadataRequest,
     MetadataResponse,
-    OffsetCommit,
-    OffsetCommitResponse,
-    OffsetFetch,
-    OffsetFetchResponse,
     PartitionState,
     Tick,
     metadata_view_crc,
 )
 
 CONTROLLER: Address = ("controller", "controller")
-GROUP_CHECK_MS = 1000
 
 
 class Broker(Machine):
@@ -70,11 +56,9 @@ class Broker(Machine):
         self._registering = 0
         self.partition_epochs: dict[tuple[str, int], int] = {}
         self.broker_states: tuple[tuple[int, int, bool], ...] = ()
-        self.groups: dict[str, Group] = {}
 
     def start(self) -> None:
         self._register()
-        self.timer(GROUP_CHECK_MS, Tick("group_session", 0, 0))
 
     def _register(self) -> None:
         self._registering += 1
@@ -129,18 +113,6 @@ class Broker(Machine):
                     self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
                                                               self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
-            elif msg.kind == "group_session":
-                for name in sorted(self.groups):
-                    g = self.groups[name]
-                    gone = g.expired(self.now_ms)
-                    if g.pending and self.now_ms >= g.prepare_deadline_ms:
-                        gone = sorted(set(gone) | g.pending)   # never rejoined
-                    for m in gone:
-                        del g.members[m]
-                        g.pending.discard(m)
-                    if gone:
-                        self._rebalance(g, f"session timeout of {', '.join(gone)}")
-                self.timer(GROUP_CHECK_MS, Tick("group_session", 0, 0))
             elif msg.kind == "register_retry":
                 if msg.token == self._registering and self.broker_epoch < 0:
                     self._register()
@@ -148,94 +120,3 @@ class Broker(Machine):
             parts = tuple((tp[0], tp[1], leader, epoch)
                           for tp, (leader, epoch) in sorted(self.metadata.items()))
             self.send(src, MetadataResponse(parts, msg.correlation))
-        elif t is OffsetCommit:
-            group = self.groups.get(msg.group)
-            if msg.generation >= 0 and (group is None or group.generation != msg.generation):
-                err = ILLEGAL_GENERATION   # a zombie member of an older generation
-            else:
-                err = NONE
-                self.disk.committed_offsets[(msg.group, msg.topic, msg.partition)] = msg.offset
-            self.send(src, OffsetCommitResponse(msg.group, msg.topic, msg.partition, err,
-                                                msg.correlation))
-        elif t is JoinGroup:
-            self._on_join(msg, src)
-        elif t is GroupHeartbeat:
-            self._on_group_heartbeat(msg, src)
-        elif t is OffsetFetch:
-            off = self.disk.committed_offsets.get((msg.group, msg.topic, msg.partition), -1)
-            err = NONE if self.broker_epoch >= 0 else COORDINATOR_NOT_AVAILABLE
-            self.send(src, OffsetFetchResponse(msg.group, msg.topic, msg.partition, off, err,
-                                               msg.correlation))
-
-    # -- group coordinator ---------------------------------------------------------------------
-    def _on_join(self, m: JoinGroup, src: Address) -> None:
-        g = self.groups.get(m.group)
-        if g is None:
-            g = self.groups[m.group] = Group(m.group)
-        g.topic, g.partitions, g.assignor = m.topic, m.partitions, m.assignor
-        old = g.members.get(m.member)
-        g.members[m.member] = Member(src, m.incarnation, self.now_ms, m.session_timeout_ms)
-        if old is not None and old.incarnation == m.incarnation and m.member in g.pending:
-            g.pending.discard(m.member)         # rejoined after committing
-            g.rejoined.add(m.member)
-            if not g.pending:
-                self._complete_rebalance(g)
-            return
-        if old is not None and old.incarnation == m.incarnation and g.generation > 0:
-            if not g.pending:
-                self.send(src, GroupAssignment(g.name, m.member, g.generation,
-                                               g.assignment.get(m.member, ()), NONE,
-                                               m.correlation))
-            return
-        self._rebalance(g, f"{m.member} joined" if old is None else f"{m.member} restarted",
-                        joined=m.member)
-
-    def _rebalance(self, g: Group, reason: str, joined: str = "") -> None:
-        """``PreparingRebalance``: every other member holding partitions must commit and
-        rejoin first; with none, the new generation is completed at once."""
-        holders = {name for name in g.members
-                   if name != joined and name not in g.rejoined and g.assignment.get(name)}
-        g.prepare_reason = reason if not g.pending else f"{g.prepare_reason}; {reason}"
-        told = set(g.pending)
-        g.pending = (g.pending | holders) & set(g.members)
-        g.pending.discard(joined)
-        if not g.pending:
-            self._complete_rebalance(g)
-            return
-        g.prepare_deadline_ms = self.now_ms + max(
-            (g.members[n].session_timeout_ms for n in g.pending), default=0)
-        for name in sorted(g.pending - told):
-            self.send(g.members[name].address, GroupAssignment(
-                g.name, name, g.generation, g.assignment.get(name, ()), REBALANCE_IN_PROGRESS,
-                0))
-
-    def _complete_rebalance(self, g: Group) -> None:
-        reason, g.prepare_reason = g.prepare_reason, ""
-        g.rejoined.clear()
-        g.rebalance()
-        self.emit("rebalance", group=g.name, generation=g.generation, reason=reason,
-                  assignment={m: list(p) for m, p in sorted(g.assignment.items())})
-        for name, member in sorted(g.members.items()):
-            self.send(member.address, GroupAssignment(g.name, name, g.generation,
-                                                      g.assignment[name], NONE, 0))
-
-    def _on_group_heartbeat(self, m: GroupHeartbeat, src: Address) -> None:
-        g = self.groups.get(m.group)
-        member = g.members.get(m.member) if g is not None else None
-        if g is None or member is None or member.incarnation != m.incarnation:
-            self.send(src, GroupHeartbeatResponse(m.group, m.member, UNKNOWN_MEMBER_ID, -1))
-            return
-        member.last_heartbeat_ms = self.now_ms
-        if m.member in g.pending:                 # the notification may have been lost
-            self.send(src, GroupHeartbeatResponse(m.group, m.member, REBALANCE_IN_PROGRESS,
-                                                  g.generation))
-            self.send(src, GroupAssignment(g.name, m.member, g.generation,
-                                           g.assignment.get(m.member, ()),
-                                           REBALANCE_IN_PROGRESS, 0))
-        elif m.generation != g.generation:
-            self.send(src, GroupHeartbeatResponse(m.group, m.member, REBALANCE_IN_PROGRESS,
-                                                  g.generation))
-            self.send(src, GroupAssignment(g.name, m.member, g.generation,
-                                           g.assignment.get(m.member, ()), NONE, 0))
-        else:
-            self.send(src, GroupHeartbeatResponse(m.group, m.member, NONE, g.generation))

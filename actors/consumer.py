@@ -2,9 +2,12 @@
 
 Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protocol:
 
-1. **Join**: ``JoinGroup`` to the group's coordinator broker (a stable function of the
-   group id); the coordinator answers with the member's partitions for the current
-   *generation* (``GroupAssignment``), and pushes a new one whenever membership changes.
+1. **Join**: ``JoinGroup`` to the group's coordinator — the leader of the group's
+   ``__consumer_offsets`` partition (:mod:`actors.coordinator`), found in the metadata as
+   FindCoordinator would answer, and looked up again after NOT_COORDINATOR,
+   COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or a disconnect; it answers with
+   the member's partitions for the current *generation* (``GroupAssignment``), and pushes a
+   new one whenever membership changes.
 2. **Assignment**, by the protocol of the configured assignor (``actors.group.protocol_of``):
    under the *eager* protocol (range, roundrobin) every partition is given up at a new
    generation — positions committed and dropped — and each partition of the new assignment
@@ -21,7 +24,11 @@ Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protoc
    record is traced as ``consume`` with the HW it was served under.
 4. **Heartbeat** every ``heartbeat.interval.ms``; ``UNKNOWN_MEMBER_ID`` (the coordinator
    restarted, or expired us) means join again. Positions are committed every
-   ``auto.commit.interval.ms`` with the generation, so a zombie's commit is rejected.
+   ``auto.commit.interval.ms`` with the generation, so a zombie's commit is rejected. A
+   commit is traced when sent (``offset_commit``) and when acknowledged
+   (``offset_commit_ack``, same ``commit_id``); every committed offset read back is traced
+   (``offset_fetch``, with the time it was asked for), which is what the checkers'
+   ``lost_committed_offset`` rule reads.
 
 A restarted consumer process is a new incarnation of the same member name: the
 coordinator rebalances at once and the member resumes from the committed offsets, which
@@ -30,11 +37,17 @@ is Kafka's at-least-once: records after the last commit are read again.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from actors.client import Client
+from actors.coordinator import (
+    COORDINATOR_ERRORS,
+    GROUP_COORDINATOR,
+    OFFSETS_TOPIC,
+    partition_for,
+)
+from actors.core import Address
 from actors.group import protocol_of
 from actors.messages import (
     FENCED_LEADER_EPOCH,
@@ -75,11 +88,7 @@ class ConsumerConfig:
     fetch_max_wait_ms: int = 500
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
-
-
-def coordinator_for(group: str, brokers: tuple[int, ...]) -> int:
-    """The group's coordinator: a stable function of the group id (crc32, not hash())."""
-    return brokers[zlib.crc32(group.encode()) % len(brokers)]
+    offsets_topic_partitions: int = 50
 
 
 class Consumer(Client):
@@ -92,7 +101,15 @@ class Consumer(Client):
         self.incarnation = incarnation
         self.assigned: tuple[int, ...] = ()
         self.generation = -1
-        self.coordinator = (f"broker-{coordinator_for(cfg.group, brokers)}", "broker")
+        self.coordinator_partition = partition_for(cfg.group, cfg.offsets_topic_partitions)
+        #: commits in flight: correlation -> (partition, offset, commit id)
+        self.commits: dict[int, tuple[int, int, int]] = {}
+        self._commit_ids = 0
+        #: OffsetFetch in flight: correlation -> when it was sent
+        self.fetch_sent_us: dict[int, int] = {}
+        #: onJoinPrepare: the commits whose answers the rejoin waits for
+        self._sync_commits: set[int] = set()
+        self._sync_token = 0
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
@@ -104,6 +121,19 @@ class Consumer(Client):
         self._last_coordinator_ms = 0
         #: eager protocol, between onJoinPrepare and the new assignment: nothing is fetched
         self._rejoining = False
+
+    # -- the coordinator ---------------------------------------------------------------------
+    @property
+    def coordinator(self) -> Address | None:
+        """The group coordinator: the leader of the group's ``__consumer_offsets`` partition
+        in the metadata (None while unknown)."""
+        leader, _ = self.leader_of(OFFSETS_TOPIC, self.coordinator_partition)
+        return (f"broker-{leader}", GROUP_COORDINATOR) if leader >= 0 else None
+
+    def _coordinator_unknown(self) -> None:
+        """``markCoordinatorUnknown``: look it up again."""
+        self.leaders.pop((OFFSETS_TOPIC, self.coordinator_partition), None)
+        self.refresh_metadata()
 
     # -- group membership --------------------------------------------------------------------
     def start(self) -> None:
@@ -117,17 +147,29 @@ class Consumer(Client):
         corr = self.next_correlation()
         self._join_corr = corr
         self._last_coordinator_ms = self.now_ms
-        self.send(self.coordinator, JoinGroup(cfg.group, self.consumer_name, self.incarnation,
-                                              cfg.topic, cfg.partitions, cfg.assignor,
-                                              cfg.session_timeout_ms, corr))
+        coordinator = self.coordinator
+        if coordinator is None:   # not known yet: ask for metadata, try again soon
+            self.refresh_metadata()
+            self.timer(cfg.retry_backoff_ms * 5, Tick("join_timeout", corr, 0))
+            return
+        self.send(coordinator, JoinGroup(cfg.group, self.consumer_name, self.incarnation,
+                                         cfg.topic, cfg.partitions, cfg.assignor,
+                                         cfg.session_timeout_ms, corr))
         self.timer(cfg.request_timeout_ms, Tick("join_timeout", corr, 0))
 
     def _on_assignment(self, a: GroupAssignment) -> None:
+        if a.error in COORDINATOR_ERRORS:
+            if a.correlation == self._join_corr:   # join again after the backoff
+                self._coordinator_unknown()
+                self.timer(self.cfg.retry_backoff_ms * 5, Tick("join_timeout", a.correlation, 0))
+            return
         if a.generation < self.generation:
             return
         if a.error == REBALANCE_IN_PROGRESS:
             if a.generation == self.generation:
-                if self._rejoining:
+                if self._sync_commits:
+                    pass                  # still committing before the rejoin
+                elif self._rejoining:
                     self._join()          # told again: our JoinGroup may have been lost
                 else:
                     self._prepare_rebalance()
@@ -161,14 +203,22 @@ class Consumer(Client):
 
     def _prepare_rebalance(self) -> None:
         """``ConsumerCoordinator.onJoinPrepare``: commit every position while the generation
-        still holds (``maybeAutoCommitOffsetsSync``); under the eager protocol give up every
-        partition (``assignFromSubscribed(emptySet)``: positions dropped, fetching stops);
-        then join again."""
+        still holds and wait for the answers (``maybeAutoCommitOffsetsSync``: a failed commit
+        is not retried; ``request.timeout.ms`` bounds the wait here); under the eager
+        protocol give up every partition (``assignFromSubscribed(emptySet)``: positions
+        dropped, fetching stops); then join again."""
+        before = set(self.commits)
         self._commit(self.assigned)
         if protocol_of(self.cfg.assignor) == "eager":
             self.position.clear()
             self.outstanding.clear()
             self._rejoining = True
+        self._sync_commits = set(self.commits) - before
+        if self._sync_commits:
+            self._sync_token += 1
+            self.timer(self.cfg.request_timeout_ms, Tick("sync_commit_timeout",
+                                                         self._sync_token, 0))
+            return
         self._join()
 
     def _lose_partitions(self) -> None:
@@ -189,10 +239,16 @@ class Consumer(Client):
 
     # -- per partition -----------------------------------------------------------------------
     def _offset_fetch(self, p: int) -> None:
+        coordinator = self.coordinator
+        if coordinator is None:
+            self.refresh_metadata()
+            self._retry_later(p)
+            return
         corr = self.next_correlation()
         self.outstanding[p] = corr
-        self.outstanding_to[p] = (self.coordinator[0], "OffsetFetch")
-        self.send(self.coordinator, OffsetFetch(self.cfg.group, self.cfg.topic, p, corr))
+        self.outstanding_to[p] = (coordinator[0], "OffsetFetch")
+        self.fetch_sent_us[corr] = self.now_us
+        self.send(coordinator, OffsetFetch(self.cfg.group, self.cfg.topic, p, corr))
         self._timeout(self.cfg.request_timeout_ms, corr, p)
 
     def _reset(self, p: int, old: int) -> None:
@@ -232,8 +288,15 @@ class Consumer(Client):
     def connection_reset(self, peer: str) -> None:
         """The requests in flight to ``peer`` (fetches, offset lookups) fail now and are
         tried again after the backoff, with fresh metadata; group membership keeps its
-        heartbeat and join timeouts (the coordinator is found again by them)."""
+        heartbeat and join timeouts; the coordinator's death makes it unknown
+        (``markCoordinatorUnknown``), so it is looked up again."""
         super().connection_reset(peer)
+        coordinator = self.coordinator
+        if coordinator is not None and coordinator[0] == peer:
+            self._coordinator_unknown()
+            if self._join_corr >= 0:   # a join in flight: again after the backoff
+                self.timer(self.cfg.retry_backoff_ms * 5,
+                           Tick("join_timeout", self._join_corr, 0))
         for p in sorted(p for p in self.outstanding
                         if self.outstanding_to.get(p, ("", ""))[0] == peer):
             self.emit("request_failed", topic=self.cfg.topic, partition=p, peer=peer,
@@ -294,11 +357,17 @@ class Consumer(Client):
                 self._retry_later(p)
         elif t is OffsetFetchResponse:
             p = msg.partition
+            sent = self.fetch_sent_us.pop(msg.correlation, -1)
             if not self._mine(p, msg.correlation):
                 return
             if msg.error != NONE:
+                if msg.error in COORDINATOR_ERRORS:
+                    self._coordinator_unknown()
                 self._retry_later(p)
-            elif msg.offset >= 0:
+                return
+            self.emit("offset_fetch", group=cfg.group, consumer=self.consumer_name,
+                      topic=cfg.topic, partition=p, offset=msg.offset, requested_us=sent)
+            if msg.offset >= 0:
                 self.position[p] = msg.offset
                 self.committed[p] = msg.offset
                 self._fetch(p)
@@ -326,8 +395,10 @@ class Consumer(Client):
             if msg.error == UNKNOWN_MEMBER_ID:
                 self._lose_partitions()
                 self._join()
+            elif msg.error in COORDINATOR_ERRORS:
+                self._coordinator_unknown()
         elif t is OffsetCommitResponse:
-            pass
+            self._on_commit_response(msg)
         elif t is Tick:
             self._on_tick(msg)
 
@@ -348,24 +419,60 @@ class Consumer(Client):
             self._commit(self.assigned)
             self.timer(cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
         elif k == "heartbeat":
-            if self.generation >= 0:
-                self.send(self.coordinator, GroupHeartbeat(
+            coordinator = self.coordinator
+            if self.generation >= 0 and coordinator is None:
+                self.refresh_metadata()
+            elif self.generation >= 0 and coordinator is not None:
+                self.send(coordinator, GroupHeartbeat(
                     cfg.group, self.consumer_name, self.incarnation, self.generation))
+            if self.generation >= 0:
                 if self.now_ms - self._last_coordinator_ms > cfg.session_timeout_ms:
                     self._join()   # the coordinator has been silent: find it again
             self.timer(cfg.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+        elif k == "sync_commit_timeout":
+            if msg.token == self._sync_token and self._sync_commits:
+                self._sync_commits.clear()
+                self._join()
         elif k == "join_timeout":
             if msg.token == self._join_corr:
                 self._join()
 
     def _commit(self, partitions: tuple[int, ...] | list[int]) -> None:
+        coordinator = self.coordinator
+        if coordinator is None:
+            if partitions:
+                self.refresh_metadata()
+            return
         for p in partitions:
             pos = self.position.get(p, -1)
             if pos >= 0 and pos != self.committed.get(p):
                 self.committed[p] = pos
+                self._commit_ids += 1
+                corr = self.next_correlation()
+                self.commits[corr] = (p, pos, self._commit_ids)
                 self.emit("offset_commit", group=self.cfg.group, consumer=self.consumer_name,
                           topic=self.cfg.topic, partition=p, offset=pos,
-                          generation=self.generation)
-                self.send(self.coordinator, OffsetCommit(
-                    self.cfg.group, self.cfg.topic, p, pos, self.generation,
-                    self.next_correlation()))
+                          generation=self.generation, commit_id=self._commit_ids)
+                self.send(coordinator, OffsetCommit(
+                    self.cfg.group, self.cfg.topic, p, pos, self.generation, corr))
+
+    def _on_commit_response(self, r: OffsetCommitResponse) -> None:
+        """A commit acknowledged is traced; a failed one may be committed again (and after a
+        coordinator error, the coordinator is looked up again). The last answer a prepared
+        rebalance waits for lets it rejoin."""
+        entry = self.commits.pop(r.correlation, None)
+        if entry is None:
+            return
+        p, offset, commit_id = entry
+        if r.error == NONE:
+            self.emit("offset_commit_ack", group=self.cfg.group, consumer=self.consumer_name,
+                      topic=self.cfg.topic, partition=p, offset=offset, commit_id=commit_id)
+        else:
+            if self.committed.get(p) == offset:
+                del self.committed[p]
+            if r.error in COORDINATOR_ERRORS:
+                self._coordinator_unknown()
+        if r.correlation in self._sync_commits:
+            self._sync_commits.discard(r.correlation)
+            if not self._sync_commits:
+                self._join()

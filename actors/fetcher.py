@@ -112,6 +112,7 @@ class ReplicaFetcherThread(Machine):
         self._stalled_until_us = 0
         self._stall_token = 0
         self._held: list[Callable[[], None]] = []
+        self._adding = False                 # partitions added this instant: send after
 
     def _fields(self) -> dict[str, Any]:
         return {"leader": self.leader, "fetcher_id": self.fetcher}
@@ -122,24 +123,32 @@ class ReplicaFetcherThread(Machine):
     # -- partitions joining and leaving (ReplicaFetcherManager) ------------------------------
     def add(self, r: Replica) -> None:
         """``addFetcherForPartitions``: the partition starts in the state its replica chose
-        when it became a follower (truncating or fetching)."""
+        when it became a follower (truncating or fetching). Kafka adds every partition of
+        one LeaderAndIsr (or metadata delta) in one call and the thread's next request
+        carries them all: an idle thread waits until the end of the instant (a zero-delay
+        timer) before it sends, so that partitions made followers together fetch together."""
         self.partitions[(r.topic, r.partition)] = r
+        if not self._adding and self._in_flight < 0:
+            self._adding = True
+            self.timer(0, Tick("partitions_added", 0, 0))
         self.emit("fetcher_partitions", **self._fields(), change="add",
-                  partition=f"{r.topic}-{r.partition}", partitions=self._names())
+                  topic_partition=f"{r.topic}-{r.partition}", topic_partitions=self._names())
 
     def remove(self, r: Replica) -> None:
         """``removeFetcherForPartitions``: leadership moved, the replica became the leader
         or left the assignment; an answer for it still in flight is ignored."""
         if self.partitions.pop((r.topic, r.partition), None) is not None:
             self.emit("fetcher_partitions", **self._fields(), change="remove",
-                      partition=f"{r.topic}-{r.partition}", partitions=self._names())
+                      topic_partition=f"{r.topic}-{r.partition}",
+                      topic_partitions=self._names())
 
     # -- doWork ----------------------------------------------------------------------------
     def pump(self) -> None:
         """Send the next request if none is in flight: truncation first, then a fetch of
         every partition ready for it; with nothing to send and partitions delayed, wake
         when the first delay ends."""
-        if self._busy or self._in_flight >= 0 or self.now_us < self._stalled_until_us:
+        if (self._busy or self._adding or self._in_flight >= 0
+                or self.now_us < self._stalled_until_us):
             return
         now = self.now_us
         self._busy = True
@@ -214,6 +223,9 @@ class ReplicaFetcherThread(Machine):
                 self._failed("timeout")
             elif msg.kind == "fetch_backoff" and msg.token == self._delay_token:
                 self.pump()
+            elif msg.kind == "partitions_added":
+                self._adding = False
+                self.pump()
             elif msg.kind == "stall_end" and msg.token == self._stall_token:
                 self._stall(0)
 
@@ -249,7 +261,7 @@ class ReplicaFetcherThread(Machine):
         self._in_flight = -1
         self.emit("request_failed", peer=f"broker-{self.leader}", **self._fields(),
                   request=self._in_flight_kind, reason=reason,
-                  partitions=[f"{r.topic}-{r.partition}" for r in self._in_flight_parts])
+                  topic_partitions=[f"{r.topic}-{r.partition}" for r in self._in_flight_parts])
         self._busy = True
         try:
             for r in self._in_flight_parts:
@@ -274,14 +286,14 @@ class ReplicaFetcherThread(Machine):
             self._stalled_until_us = self.now_us + duration_ms * 1000
             self._stall_token += 1
             self.emit("fetcher_stall", **self._fields(), duration_ms=duration_ms,
-                      partitions=self._names())
+                      topic_partitions=self._names())
             self.timer(duration_ms, Tick("stall_end", self._stall_token, 0))
             return
         if self._stalled_until_us == 0:
             return
         self._stalled_until_us = 0
         self._stall_token += 1
-        self.emit("fetcher_resume", **self._fields(), partitions=self._names())
+        self.emit("fetcher_resume", **self._fields(), topic_partitions=self._names())
         held, self._held = self._held, []
         for fn in held:
             fn()

@@ -373,7 +373,6 @@ class BrokerDisk:
     def __init__(self, *, writeback_ms: int = 0, expire_ms: int = 30_000) -> None:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.clean_shutdown = False
-        self.committed_offsets: dict[tuple[str, str, int], int] = {}
         self.crashes = 0
         #: the host's writeback settings (vm.dirty_writeback_centisecs / _expire_centisecs)
         self.writeback_ms = writeback_ms

@@ -680,6 +680,20 @@ class Replica(Machine):
             self._complete_delayed()
         self._complete_parked()
 
+    def append_as_coordinator(self, key: str, value: str) -> tuple[str, int]:
+        """``ReplicaManager.appendRecords`` with origin COORDINATOR and acks -1 (the group
+        coordinator writing to its ``__consumer_offsets`` partition): the error, and the
+        offset the HW must reach for the record to be committed."""
+        if self.role != "leader":
+            return NOT_LEADER_OR_FOLLOWER, -1
+        if len(self.isr) < self.effective_min_isr():
+            return NOT_ENOUGH_REPLICAS, -1
+        base = self.leo
+        self._append(((base, value, self.leader_epoch, self.now_ms, -1, -1, key),))
+        self._maybe_increment_leader_hw("produce")
+        self._complete_parked()
+        return NONE, self.leo
+
     def _delay_produce(self, d: DelayedProduce) -> None:
         self.delayed.append(d)
         d.handle = self.timer(d.req.timeout_ms, Tick("produce_timeout", d.token, 0),

@@ -28,6 +28,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from actors.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from actors.core import Address, Machine
 from actors.fetcher import (
     REPLICA_MANAGER,
@@ -64,7 +65,8 @@ class DelayedFetch:
 
 class ReplicaManager(Machine):
     def __init__(self, node: str, broker_id: int, replicas: list[Replica],
-                 brokers: tuple[int, ...], cfg: FetcherConfig) -> None:
+                 brokers: tuple[int, ...], cfg: FetcherConfig,
+                 coordinator: GroupCoordinator | None = None) -> None:
         super().__init__(node, REPLICA_MANAGER)
         self.broker_id = broker_id
         self.cfg = cfg
@@ -79,12 +81,19 @@ class ReplicaManager(Machine):
         for t in self.threads.values():
             self.adopt(t)
         self._thread_of: dict[tuple[str, int], ReplicaFetcherThread] = {}
+        self.coordinator = coordinator
+        if coordinator is not None:
+            self.adopt(coordinator)
+            coordinator.replicas = {r.partition: r for r in replicas
+                                    if r.topic == OFFSETS_TOPIC}
         self.delayed: list[DelayedFetch] = []
         self._token = 0
 
     def machines(self) -> list[Machine]:
-        """Every machine of the task: the manager, its replicas, its fetcher threads."""
-        return [self, *self.replicas.values(), *self.threads.values()]
+        """Every machine of the task: the manager, its replicas, its fetcher threads, its
+        group coordinator."""
+        extra: list[Machine] = [self.coordinator] if self.coordinator is not None else []
+        return [self, *self.replicas.values(), *self.threads.values(), *extra]
 
     # -- follower side: ReplicaFetcherManager ------------------------------------------------
     def follow(self, r: Replica) -> None:
@@ -159,7 +168,10 @@ class ReplicaManager(Machine):
 
     def leader_progress(self, r: Replica) -> None:
         """``tryCompleteDelayedRequests`` after an append, a HW change or a leadership
-        change of ``r``: complete every parked request on that partition that can."""
+        change of ``r``: complete every parked request on that partition that can (and tell
+        the group coordinator when ``r`` is a ``__consumer_offsets`` partition)."""
+        if self.coordinator is not None and r.topic == OFFSETS_TOPIC:
+            self.touch(self.coordinator).on_partition_change(r)
         if not self.delayed:
             return
         tp = (r.topic, r.partition)

@@ -33,6 +33,7 @@ from actors.admin import Admin
 from actors.broker import Broker
 from actors.consumer import Consumer, ConsumerConfig
 from actors.controller import Controller, ControllerStore, PartitionRecord
+from actors.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from actors.core import Machine
 from actors.eras import rules_for
 from actors.fetcher import FetcherConfig, ReplicaFetcherThread
@@ -101,6 +102,7 @@ class Cluster:
                     t["name"], p, replicas, t["min.insync.replicas"],
                     t["unclean.leader.election.enable"])
         self.topic_cfg = {t["name"]: t for t in sc["topics"]}
+        self._create_offsets_topic()
         self.node_names: list[str] = ["controller"] + [f"broker-{b}" for b in self.broker_ids]
         self._build_nodes()
         self.plan: list[dict[str, Any]] = list(sc["faults"]["plan"])
@@ -109,6 +111,33 @@ class Cluster:
         self.phase = "workload"
 
     # -- assembly ----------------------------------------------------------------------------
+    def _create_offsets_topic(self) -> None:
+        """``__consumer_offsets``: Kafka's internal topic (``offsets.topic.num.partitions``,
+        ``offsets.topic.replication.factor``; compacted, min ISR 1, unclean election off),
+        created with the cluster. Only the partitions that the scenario's groups map to
+        exist: the others would be idle and change nothing (docs/fidelity.md)."""
+        cl = self.sc["cluster"]
+        n = cl["offsets.topic.num.partitions"]
+        rf = cl["offsets.topic.replication.factor"]
+        used = sorted({partition_for(c["group"], n) for c in self.sc["consumers"]})
+        if not used:
+            return
+        self.topic_cfg[OFFSETS_TOPIC] = {
+            "name": OFFSETS_TOPIC, "partitions": n, "replication.factor": rf,
+            "min.insync.replicas": 1, "unclean.leader.election.enable": False,
+            "segment.bytes": 104857600, "segment.ms": 604800000, "retention.ms": -1,
+            "retention.bytes": -1}
+        for p in used:
+            replicas = tuple(self.broker_ids[(p + i) % len(self.broker_ids)] for i in range(rf))
+            self.assignment[(OFFSETS_TOPIC, p)] = replicas
+            self.store.partitions[(OFFSETS_TOPIC, p)] = PartitionRecord(
+                OFFSETS_TOPIC, p, replicas, 1, False)
+
+    def coordinator_of(self, group: str) -> str:
+        """``leader:__consumer_offsets-<p>`` of the group's partition (a fault target)."""
+        n = self.sc["cluster"]["offsets.topic.num.partitions"]
+        return f"leader:{OFFSETS_TOPIC}-{partition_for(group, n)}"
+
     def _replica_cfg(self, topic: dict[str, Any]) -> ReplicaConfig:
         cl = self.sc["cluster"]
         return ReplicaConfig(
@@ -153,11 +182,15 @@ class Cluster:
                                     self._replica_cfg(self.topic_cfg[topic]),
                                     clean_start=clean or node.incarnation == 1)
                             for topic, p in hosted]
+                coordinator = GroupCoordinator(
+                    node.name, b, node.incarnation,
+                    num_partitions=cl["offsets.topic.num.partitions"],
+                    commit_timeout_ms=cl["offsets.commit.timeout.ms"])
                 manager = ReplicaManager(node.name, b, replicas, self.broker_ids, FetcherConfig(
                     num_replica_fetchers=cl["num.replica.fetchers"],
                     replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
                     replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
-                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]))
+                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]), coordinator)
                 machines += manager.machines()
                 disk.clean_shutdown = False   # running: an unclean stop from here on
                 return machines
@@ -205,7 +238,8 @@ class Cluster:
                     session_timeout_ms=c["session.timeout.ms"],
                     heartbeat_interval_ms=c["heartbeat.interval.ms"],
                     fetch_max_wait_ms=c["fetch.max.wait.ms"],
-                    max_poll_records=c["max.poll.records"])
+                    max_poll_records=c["max.poll.records"],
+                    offsets_topic_partitions=cl["offsets.topic.num.partitions"])
                 name = consumer_node(c["group"], m)
 
                 def consumer_factory(node: Node, ccfg: ConsumerConfig = ccfg

@@ -27,12 +27,11 @@ from typing import Any
 
 from actors.eras import BUGS, ERAS, rules_for
 from actors.group import ASSIGNORS
+from traces.checker import DEFAULT_FORBID
 from traces.schema import ANOMALIES
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 LONG_MAX = 2**63 - 1
-DEFAULT_FORBID = ["lost_acked_write", "hw_regression_visible", "log_divergence",
-                  "read_uncommitted", "no_convergence"]
 
 
 class ScenarioError(Exception):
@@ -122,6 +121,11 @@ CLUSTER: dict[str, Key] = {
     # everything Kafka did not flush)
     "vm.dirty_writeback_centisecs": Key(INT, 500, _nonneg),
     "vm.dirty_expire_centisecs": Key(INT, 3000, _nonneg),
+    # the internal __consumer_offsets topic (Kafka's defaults; the replication factor is
+    # at most the broker count unless given: see docs/fidelity.md)
+    "offsets.topic.num.partitions": Key(INT, 50, _between(1, 10_000, "offsets partitions")),
+    "offsets.topic.replication.factor": Key(INT, None, _pos),
+    "offsets.commit.timeout.ms": Key(INT, 5000, _pos),
 }
 
 TOPIC: dict[str, Key] = {
@@ -302,6 +306,7 @@ def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
                     raise src.error(path, f"{problem} (got {v!r})")
             out[key] = v
         elif k.default is not None or key in ("replica.lag.time.max.ms",
+                                               "offsets.topic.replication.factor",
                                                "unclean.leader.election.enable", "forbid"):
             out[key] = copy.deepcopy(k.default)
         else:
@@ -329,6 +334,12 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     cluster = _check_table(src, "cluster", raw.get("cluster", {}), CLUSTER)
     if cluster["replica.lag.time.max.ms"] is None:
         cluster["replica.lag.time.max.ms"] = rules.lag_time_default_ms
+    if cluster["offsets.topic.replication.factor"] is None:
+        cluster["offsets.topic.replication.factor"] = min(3, cluster["brokers"])
+    elif cluster["offsets.topic.replication.factor"] > cluster["brokers"]:
+        raise src.error("cluster.offsets.topic.replication.factor",
+                        f"{cluster['offsets.topic.replication.factor']} is above the broker "
+                        f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
     sc["cluster"] = cluster
 
     topics_raw = raw.get("topics", [{}])
@@ -441,6 +452,7 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     if sc["admin"]:
         nodes.add("admin")
     partitions = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+    nodes |= {f"coordinator:{c['group']}" for c in sc["consumers"]}
     _check_names(src, f"{where}.target", targets, nodes, partitions)
     if fe["fault"] == "stall_fetcher":
         brokers = {n for n in nodes if n.startswith("broker-")}
@@ -470,7 +482,7 @@ def _check_names(src: _Source, field: str, names: list[Any], nodes: set[str],
         elif t not in nodes:
             raise src.error(field, f"unknown node {t!r} (known: "
                             f"{', '.join(sorted(nodes))}, leader:<topic>-<p>, "
-                            f"follower:<topic>-<p>[/k])")
+                            f"follower:<topic>-<p>[/k], coordinator:<group>)")
 
 
 def find(name_or_path: str) -> Path:

@@ -475,4 +475,4 @@ def _msg_detail(frame: Any) -> dict[str, Any]:
     parts = getattr(msg, "parts", None)
     if not isinstance(parts, tuple):
         return {}
-    return {"partitions": [f"{p[0]}-{p[1]}" for p in parts]}
+    return {"topic_partitions": [f"{p[0]}-{p[1]}" for p in parts]}

@@ -11,7 +11,8 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
                           "follower:<topic>-<p>/<k>": the k-th (mod their count) replica
                           of the partition other than its current leader, in assignment
                           order (both resolved when the fault starts; none while the
-                          partition has no leader)
+                          partition has no leader); "coordinator:<group>": the group's
+                          coordinator, the leader of its __consumer_offsets partition
     duration_s = 3.0      > 0: the fault reverts by itself (restart, resume, heal)
     extra_ms / rate       for "delay" / "drop"
     source / fetcher_id   for "stall_fetcher": the leader broker(s) whose fetcher threads
@@ -60,6 +61,7 @@ class World(Protocol):
     assignment: dict[tuple[str, int], tuple[int, ...]]
 
     def resolve_target(self, target: Any) -> list[str]: ...
+    def coordinator_of(self, group: str) -> str: ...
     def crash(self, node: str, power_loss: bool) -> None: ...
     def shutdown(self, node: str) -> None: ...
     def restart(self, node: str) -> None: ...
@@ -113,6 +115,8 @@ def resolve(world: World, target: Any) -> list[str]:
             nodes += _follower(world, t)
         elif t.startswith("leader:"):
             nodes += world.resolve_target(t)
+        elif t.startswith("coordinator:"):
+            nodes += world.resolve_target(world.coordinator_of(t[len("coordinator:"):]))
         else:
             nodes.append(t)
     return nodes

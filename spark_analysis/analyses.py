@@ -32,6 +32,9 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
   (persisted: they also make the ``hw_regressions`` view);
 * ``log_divergence`` — per (K, offset) over the final logs' records inside their replica's
   [lso, hw) (persisted: count and view);
+* ``lost_committed_offset`` — ``lost_committed_offsets``: each ``offset_fetch`` against the
+  latest ``offset_commit_ack`` before it was asked for (its commit found by ``commit_id``)
+  and the commits sent after that one, from ``side`` (a few rows per commit interval);
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
   ``isr_transitions`` (shrinks/expands by ``array_except``) and ``isr_intervals`` (time per
   state), from ``side``.
@@ -466,6 +469,37 @@ def log_divergence(side: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- ISR
 
 
+def lost_committed_offsets(side: DataFrame) -> DataFrame:
+    """One row per ``offset_fetch`` that read back neither the latest commit acknowledged
+    before it was asked for nor one sent after that commit (``traces.checker``'s rule):
+    K, group, consumer, seq, the offset fetched and the acknowledged one."""
+    base = _valid_k(side)
+    g = [*K, "group"]
+    commits = _ev(base, "offset_commit").select(
+        *g, "consumer", "commit_id", F.col("seq").alias("c_seq"), F.col("offset").alias("c_off"))
+    acks = _ev(base, "offset_commit_ack").select(
+        *g, "consumer", "commit_id", F.col("seq").alias("a_seq"), F.col("ts_us").alias("a_ts"))
+    acked = (acks.join(commits, [*g, "consumer", "commit_id"])
+             .where(F.col("c_seq") < F.col("a_seq"))
+             .groupBy(*g, "a_seq", "a_ts")
+             .agg(F.max_by(F.struct("c_seq", "c_off"), "c_seq").alias("c")))
+    fetches = _ev(base, "offset_fetch").where(F.col("requested_us").isNotNull()).select(
+        *g, "consumer", F.col("seq").alias("f_seq"), "requested_us",
+        F.col("offset").alias("got"))
+    latest = (fetches.join(acked, g)
+              .where(F.col("a_ts") < F.col("requested_us"))
+              .groupBy(*g, "consumer", "f_seq", "got")
+              .agg(F.max_by("c", "a_seq").alias("l")))
+    after = (F.col("c_seq") > F.col("l.c_seq")) & (F.col("c_seq") < F.col("f_seq"))
+    later = (latest.join(commits.select(*g, "c_seq", "c_off"), g, "left")
+             .groupBy(*g, "consumer", "f_seq", "got", "l")
+             .agg(F.collect_set(F.when(after, F.col("c_off"))).alias("later")))
+    return later.where(
+        (F.col("got") != F.col("l.c_off")) & ~F.array_contains("later", F.col("got"))
+    ).select(*g, "consumer", F.col("f_seq").alias("seq"), F.col("got").alias("fetched"),
+             F.col("l.c_off").alias("acknowledged"))
+
+
 def isr_states(side: DataFrame) -> DataFrame:
     """The committed ISR after each ``isr_change`` / ``leader_elected`` (K, seq, ts_us,
     isr, prev_isr), prev_isr = the previous state, or ``isr_change.old`` for the first."""
@@ -609,6 +643,7 @@ class Analysis:
             isr_intervals(self.data).where("under_min_isr").groupBy(*K)
             .agg(F.sum("duration_us").alias("n"))
             .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
+            count(lost_committed_offsets(side), "lost_committed_offset"),
         ]
 
     def table(self) -> DataFrame:

@@ -114,6 +114,7 @@ TRACE_SCHEMA = T.StructType(
         # clients
         ("value", _S), ("producer", _S), ("acks", _S), ("offset", _L),
         ("group", _S), ("consumer", _S), ("partitions", T.ArrayType(_I)),
+        ("commit_id", _L), ("requested_us", _L),
         # end of run
         ("records", T.ArrayType(T.ArrayType(_S))), ("converged", T.BooleanType()),
     ]]

@@ -29,3 +29,10 @@ def run_to_bytes(scenario: str, seed: int, overrides: list[str] | None = None
 
 def events(data: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in data.splitlines()]
+
+
+def data_topics_only(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of a run minus those of the internal ``__consumer_offsets`` topic, for
+    tests that reason about the data topic's partitions alone (the offsets partitions have
+    their own leaders, ISR changes and logs: ``tests/test_offsets_topic.py``)."""
+    return [e for e in evs if not str(e.get("topic") or "").startswith("__")]

@@ -29,7 +29,7 @@ FIRST_DETECTION = {
     "s5-kip497-maximal-isr-race": 6,
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
-    "s13-kafka13141-diverging-fetch-hw": 6,
+    "s13-kafka13141-diverging-fetch-hw": 3,
     "s17-kafka7415-leader-without-epoch-entry": 13,
 }
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import data_topics_only
 
 from emulator.cluster import run
 from emulator.scenario import load
@@ -36,7 +37,7 @@ def _events(name: str, *overrides: str) -> tuple[Event, ...]:
     buf = io.BytesIO()
     res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
     assert res.status == "ok", res.error
-    return tuple(orjson.loads(line) for line in buf.getvalue().splitlines())
+    return tuple(data_topics_only([orjson.loads(line) for line in buf.getvalue().splitlines()]))
 
 
 def _of(evs: tuple[Event, ...], event: str, /, **match: Any) -> list[Event]:

@@ -113,8 +113,8 @@ def test_each_thread_carries_the_partitions_of_its_leader_and_fetcher_id(tmp_pat
     for e in events:
         if e["event"] == "fetcher_partitions":
             assert e["actor"] == thread_name(e["fetcher_id"], e["leader"])
-            threads[(e["node"], e["actor"])] = e["partitions"]
-            topic, _, p = e["partition"].rpartition("-")
+            threads[(e["node"], e["actor"])] = e["topic_partitions"]
+            topic, _, p = e["topic_partition"].rpartition("-")
             assert e["fetcher_id"] == fetcher_id(topic, int(p), 2)
     leaders = _leaders(events, events[-1]["ts_us"])
     expected: dict[tuple[str, str], list[str]] = {}
@@ -135,7 +135,7 @@ def test_a_stalled_fetcher_takes_all_its_written_partitions_out_of_the_isr_toget
     stall = next(e for e in events if e["event"] == "fetcher_stall")
     assert (stall["node"], stall["leader"]) == ("broker-2", 1)
     leaders = _leaders(events, stall["ts_us"])
-    carried = sorted(stall["partitions"])
+    carried = sorted(stall["topic_partitions"])
     assert carried == sorted(tp for tp, b in leaders.items() if b == 1)
     written = [tp for tp in carried if tp.startswith("orders-")]
     idle = [tp for tp in carried if tp.startswith("idle-")]

@@ -53,6 +53,7 @@ DEFAULT_FORBID: Final = (
     "log_divergence",
     "read_uncommitted",
     "no_convergence",
+    "lost_committed_offset",
 )
 #: Stand-in for a missing record value (a gap in a replica's log, or a JSON null).
 MISSING: Final = "\x00"
@@ -272,6 +273,11 @@ class Checker:
             a: [] for a in ANOMALIES
         }
         self._min_isr: dict[str, int] = {}
+        #: committed offsets, per (group, topic, partition): every commit sent, as
+        #: (seq, offset), and every acknowledged one, as (ts_us, send seq, offset), in order
+        self._commit_sends: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+        self._commit_by_id: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._commit_acks: dict[tuple[str, str, int], list[tuple[int, int, int]]] = {}
         self._handlers = {
             "run_start": self._on_run_start,
             "run_end": self._on_run_end,
@@ -283,6 +289,9 @@ class Checker:
             "produce_ack": self._on_produce_ack,
             "consume": self._on_consume,
             "assignment": self._on_assignment,
+            "offset_commit": self._on_offset_commit,
+            "offset_commit_ack": self._on_offset_commit_ack,
+            "offset_fetch": self._on_offset_fetch,
             "node_crash": self._on_node_crash,
             "final_log": self._on_final_log,
             "convergence": self._on_convergence,
@@ -483,6 +492,55 @@ class Checker:
             kept = set()
         for key in [k for k in chains if k[1] not in kept]:
             del chains[key]
+
+    # ------------------------------------------------------- committed offsets
+
+    def _commit_key(self, ev: Event) -> tuple[str, str, int] | None:
+        group, topic, part = _text(ev.get("group")), _text(ev.get("topic")), _int(
+            ev.get("partition"))
+        if group is None or topic is None or part is None:
+            return None
+        return (group, topic, part)
+
+    def _on_offset_commit(self, ev: Event, seq: int, ts: int) -> None:
+        key, offset = self._commit_key(ev), _int(ev.get("offset"))
+        if key is None or offset is None:
+            return
+        self._commit_sends.setdefault(key, []).append((seq, offset))
+        cid = (str(ev.get("consumer")), str(ev.get("group")), _int(ev.get("commit_id")) or 0)
+        self._commit_by_id[cid] = (seq, offset)
+
+    def _on_offset_commit_ack(self, ev: Event, seq: int, ts: int) -> None:
+        key = self._commit_key(ev)
+        cid = (str(ev.get("consumer")), str(ev.get("group")), _int(ev.get("commit_id")) or 0)
+        sent = self._commit_by_id.get(cid)
+        if key is None or sent is None:
+            return
+        self._commit_acks.setdefault(key, []).append((ts, sent[0], sent[1]))
+
+    def _on_offset_fetch(self, ev: Event, seq: int, ts: int) -> None:
+        """``lost_committed_offset``: a committed offset read back (OffsetFetch) must be the
+        latest commit acknowledged to the group before the read was asked for, or one sent
+        after that commit (it may have been applied, its acknowledgement still on its way).
+        Anything else — an older offset, or none — means the coordinator lost an
+        acknowledged commit (an offsets partition that lost records, a coordinator that
+        loaded less than was acknowledged)."""
+        key, got, asked = self._commit_key(ev), _int(ev.get("offset")), _int(
+            ev.get("requested_us"))
+        if key is None or got is None or asked is None:
+            return
+        latest = None
+        for ack in self._commit_acks.get(key, ()):
+            if ack[0] < asked:
+                latest = ack
+        if latest is None:
+            return
+        allowed = {latest[2]} | {off for s, off in self._commit_sends.get(key, ())
+                                 if latest[1] < s < seq}
+        if got not in allowed:
+            self._note("lost_committed_offset", (key[1], key[2]), seq, {
+                "group": key[0], "consumer": ev.get("consumer"), "fetched": got,
+                "acknowledged": latest[2], "acknowledged_seq": latest[1]})
 
     def _on_final_log(self, ev: Event, seq: int, ts: int) -> None:
         key, replica = _pkey(ev), _int(ev.get("replica"))

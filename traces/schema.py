@@ -47,9 +47,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "msg_drop": ("src", "dst", "msg", "reason"),
     "request_failed": ("peer", "request", "reason"),
     # replica fetcher threads (actor ReplicaFetcherThread-<fetcher id>-<leader>)
-    "fetcher_partitions": ("leader", "fetcher_id", "change", "partition", "partitions"),
-    "fetcher_stall": ("leader", "fetcher_id", "duration_ms", "partitions"),
-    "fetcher_resume": ("leader", "fetcher_id", "partitions"),
+    # (``topic_partition(s)``: "<topic>-<p>" strings, never ``partition``, an int everywhere)
+    "fetcher_partitions": ("leader", "fetcher_id", "change", "topic_partition",
+                           "topic_partitions"),
+    "fetcher_stall": ("leader", "fetcher_id", "duration_ms", "topic_partitions"),
+    "fetcher_resume": ("leader", "fetcher_id", "topic_partitions"),
     "frame_rejected": ("src", "dst", "error"),
     # replica state
     "leo_update": ("topic", "partition", "replica", "old", "new"),
@@ -86,7 +88,13 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "produce_ack": ("topic", "partition", "value", "offset", "producer", "acks"),
     "produce_error": ("topic", "partition", "value", "producer", "error"),
     "consume": ("group", "consumer", "topic", "partition", "offset", "value", "hw"),
-    "offset_commit": ("group", "consumer", "topic", "partition", "offset"),
+    "offset_commit": ("group", "consumer", "topic", "partition", "offset", "commit_id"),
+    "offset_commit_ack": ("group", "consumer", "topic", "partition", "offset", "commit_id"),
+    "offset_fetch": ("group", "consumer", "topic", "partition", "offset", "requested_us"),
+    # the group coordinator (actor group-coordinator), on a __consumer_offsets leader
+    "coordinator_load": ("partition", "leader_epoch", "log_end_offset"),
+    "coordinator_loaded": ("partition", "leader_epoch", "groups", "offsets", "log_end_offset"),
+    "coordinator_unload": ("partition", "reason"),
     "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
     "rebalance": ("group", "generation", "assignment"),
     # end of run
@@ -128,4 +136,5 @@ ANOMALIES: Final = (
     "no_convergence",
     "isr_churn",
     "under_min_isr",
+    "lost_committed_offset",
 )

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import data_topics_only
 from kafkacite import kafka
 
 from emulator.cluster import run
@@ -94,7 +95,7 @@ def _run(tmp_path: Path, era: str, faults: list[str], *, duration: float, rate: 
     buf = io.BytesIO()
     res = run(sc, 1, None, writer=TraceWriter(None, buffer=buf))
     assert res.status == "ok", res.error
-    return [orjson.loads(line) for line in buf.getvalue().splitlines()]
+    return data_topics_only([orjson.loads(line) for line in buf.getvalue().splitlines()])
 
 
 def _of(evs: list[Event], event: str, /, **match: Any) -> list[Event]:
@@ -154,7 +155,7 @@ def _s2(era: str) -> list[Event]:
     buf = io.BytesIO()
     res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
     assert res.status == "ok", res.error
-    return [orjson.loads(line) for line in buf.getvalue().splitlines()]
+    return data_topics_only([orjson.loads(line) for line in buf.getvalue().splitlines()])
 
 
 @kafka("2.0.0", TEST, "shouldNotAllowDivergentLogs")

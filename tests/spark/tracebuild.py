@@ -284,6 +284,20 @@ def catalogue() -> dict[str, Trace]:
         t.final_log(r, [(0, "p0-1"), (1, "p0-0"), (2, "p0-2"), (3, "p0-3")], hw=4)
     out["placed_send_cooperative"] = t
 
+    t = healthy()  # committed offsets: one read back right, one lost, one pending commit
+    c = {"node": "consumer-g-0", "actor": "consumer", "group": "g", "consumer": "c0",
+         "topic": TOPIC, "partition": 0}
+    t.at(40).emit("offset_commit", **c, offset=2, generation=1, commit_id=1)
+    t.at(41).emit("offset_commit_ack", **c, offset=2, commit_id=1)
+    t.at(42).emit("offset_fetch", **c, offset=2, requested_us=41_500_000)      # right
+    t.at(43).emit("offset_commit", **c, offset=3, generation=1, commit_id=2)
+    t.at(44).emit("offset_fetch", **c, offset=3, requested_us=43_500_000)      # pending: ok
+    t.at(45).emit("offset_commit_ack", **c, offset=3, commit_id=2)
+    t.at(46).emit("offset_fetch", **c, offset=2, requested_us=45_500_000)      # lost: 3
+    t.at(47).emit("offset_fetch", **c, offset=-1, requested_us=46_500_000)     # lost: none
+    t.at(48).emit("offset_fetch", **c, offset=3, requested_us=45_000_000)      # same us: ok
+    out["committed_offsets"] = t
+
     out["all_crashed"] = all_crashed()  # offline, nothing lost: the logs are on disk
     out["all_crashed_lost_tail"] = all_crashed(lost_tail=True)
     return out
