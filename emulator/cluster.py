@@ -357,6 +357,16 @@ class Cluster:
     def _heal(self) -> None:
         self.phase = "heal"
         self.sched.emit("sim", "sim", "phase", phase="heal")
+        # scripted faults timed after the workload phase (a shortened duration_s) never act:
+        # said in the trace, not skipped silently
+        end = float(self.sc["duration_s"])
+        for f in self.plan:
+            if float(f["at_s"]) >= end:
+                target = f.get("target", "")
+                self.trace_fault(str(f["fault"]), "skipped",
+                                 [str(t) for t in target] if isinstance(target, list)
+                                 else [str(target)], at_s=float(f["at_s"]),
+                                 reason="after the workload phase")
         self.network.heal_all()
         for name, node in sorted(self.sched.nodes.items()):
             if name.startswith("broker-"):

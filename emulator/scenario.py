@@ -334,6 +334,12 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     cluster = _check_table(src, "cluster", raw.get("cluster", {}), CLUSTER)
     if cluster["replica.lag.time.max.ms"] is None:
         cluster["replica.lag.time.max.ms"] = rules.lag_time_default_ms
+    # KafkaConfig.validateValues (0.10+): the broker refuses to start otherwise
+    for other in ("replica.socket.timeout.ms", "replica.lag.time.max.ms"):
+        if cluster["replica.fetch.wait.max.ms"] > cluster[other]:
+            raise src.error("cluster.replica.fetch.wait.max.ms",
+                            f"{cluster['replica.fetch.wait.max.ms']} is above {other} "
+                            f"({cluster[other]}): Kafka's broker refuses this configuration")
     if cluster["offsets.topic.replication.factor"] is None:
         cluster["offsets.topic.replication.factor"] = min(3, cluster["brokers"])
     elif cluster["offsets.topic.replication.factor"] > cluster["brokers"]:
@@ -383,6 +389,15 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         if prod["enable.idempotence"] and prod["max.in.flight.requests.per.connection"] > 5:
             raise src.error(f"producers[{i}].max.in.flight.requests.per.connection",
                             "must be <= 5 with idempotence")
+        floor = prod["linger.ms"] + prod["request.timeout.ms"]
+        if prod["delivery.timeout.ms"] < floor:
+            # KafkaProducer.configureDeliveryTimeout (2.1+, KIP-91): an explicit value is a
+            # ConfigException; the default is raised to linger.ms + request.timeout.ms
+            if isinstance(p, dict) and "delivery.timeout.ms" in p:
+                raise src.error(f"producers[{i}].delivery.timeout.ms",
+                                f"should be equal to or larger than linger.ms + "
+                                f"request.timeout.ms ({floor}) (Kafka: ConfigException)")
+            prod["delivery.timeout.ms"] = floor
         producers.append(prod)
     sc["producers"] = producers
 
@@ -391,6 +406,12 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         con = _check_table(src, f"consumers[{i}]", c, CONSUMER)
         if con["topic"] not in names:
             raise src.error(f"consumers[{i}].topic", f"unknown topic {con['topic']!r}")
+        if con["heartbeat.interval.ms"] >= con["session.timeout.ms"]:
+            # consumer internals Heartbeat: IllegalArgumentException
+            raise src.error(f"consumers[{i}].heartbeat.interval.ms",
+                            f"must be lower than session.timeout.ms "
+                            f"({con['session.timeout.ms']}) (Kafka: \"Heartbeat must be set "
+                            f"lower than the session timeout\")")
         consumers.append(con)
     sc["consumers"] = consumers
 
@@ -432,6 +453,14 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     sc["admin"] = admin
     for i, fe in enumerate(plan):
         _check_target(src, f"faults.plan[{i}]", fe, sc)
+        if fe["at_s"] >= sc["duration_s"] + sc["heal_s"]:
+            raise src.error(f"faults.plan[{i}].at_s",
+                            f"{fe['at_s']} is after the end of the run (duration_s + heal_s "
+                            f"= {sc['duration_s'] + sc['heal_s']}): it can never act")
+        targets = fe["target"] if isinstance(fe["target"], list) else [fe["target"]]
+        if fe["fault"] == "cut" and len(targets) != 2:
+            raise src.error(f"faults.plan[{i}].target",
+                            f"a cut needs two nodes, [from, to] (got {len(targets)})")
     return sc
 
 

@@ -79,7 +79,7 @@ def test_the_printed_replay_line_works_when_pasted(tmp_path: Path) -> None:
     """Class 6: the "replay with:" line quotes what the shell would otherwise eat
     (``acks="1"`` became the TOML integer 1): pasted into a shell it runs the same run."""
     sets = ['producers[0].acks="1"', "producers[0].enable.idempotence=false",
-            "duration_s=2.0", "heal_s=5.0"]
+            "duration_s=2.0", "heal_s=5.0", "faults.plan=[]"]
     first = _isrlab("run", "default", *[x for s in sets for x in ("--set", s)], "--out",
                     str(tmp_path / "a.jsonl"))
     assert first.returncode in (0, 1), first.stderr
@@ -142,3 +142,58 @@ def test_an_error_in_the_second_topic_points_at_the_second_topic(tmp_path: Path)
     with pytest.raises(ScenarioError) as err:
         load(str(f))
     assert str(err.value).startswith(f"{f}:9: topics[1].partitions: ")
+
+
+@pytest.mark.parametrize("overrides, field, words", [
+    # class 4: faults checked against the run
+    (['faults.plan=[{at_s=145.0, fault="crash", target="broker-1", duration_s=1.0}]'],
+     "faults.plan[0].at_s", "after the end of the run"),
+    (['faults.plan=[{at_s=1.0, fault="cut", target=["broker-1"], duration_s=1.0}]'],
+     "faults.plan[0].target", "two nodes"),
+    (['faults.plan=[{at_s=1.0, fault="crash", target="broker-99", duration_s=1.0}]'],
+     "faults.plan[0].target", "unknown node"),
+    (['faults.plan=[{at_s=1.0, fault="crash", target="coordinator:nosuch", duration_s=1.0}]'],
+     "faults.plan[0].target", "unknown node"),
+    # class 4: Kafka's own configuration checks
+    (["consumers[0].heartbeat.interval.ms=45000"], "consumers[0].heartbeat.interval.ms",
+     "lower than session.timeout.ms"),
+    (["cluster.replica.fetch.wait.max.ms=40000"], "cluster.replica.fetch.wait.max.ms",
+     "replica.socket.timeout.ms"),
+    (["cluster.replica.lag.time.max.ms=400"], "cluster.replica.fetch.wait.max.ms",
+     "replica.lag.time.max.ms"),
+    (["producers[0].delivery.timeout.ms=1000"], "producers[0].delivery.timeout.ms",
+     "linger.ms + request.timeout.ms"),
+    (["cluster.offsets.topic.replication.factor=4"], "cluster.offsets.topic.replication.factor",
+     "broker count"),
+])
+def test_faults_and_kafka_settings_are_checked_against_the_cluster_at_load(
+        overrides: list[str], field: str, words: str) -> None:
+    """Class 4: a fault after the workload phase, a cut with one side, a node or group that
+    does not exist were traced as applied or skipped silently; Kafka's own validation
+    (``KafkaConfig`` for the fetch wait against the socket timeout and the lag time, the
+    consumer's ``Heartbeat``, ``KafkaProducer.configureDeliveryTimeout`` for an explicit
+    delivery timeout) refuses what Kafka refuses. One line naming the field, before any run."""
+    from emulator.scenario import ScenarioError, load
+    with pytest.raises(ScenarioError) as err:
+        load("default", overrides)
+    assert field in str(err.value) and words in str(err.value), str(err.value)
+
+
+def test_a_default_delivery_timeout_below_linger_plus_request_timeout_is_raised_to_it() -> None:
+    """``KafkaProducer.configureDeliveryTimeout``: not set explicitly, the default is raised
+    to ``linger.ms + request.timeout.ms`` (with a warning in Kafka) instead of refused."""
+    from emulator.scenario import load
+    sc = load("default", ["producers[0].request.timeout.ms=200000"])
+    p = sc["producers"][0]
+    assert p["delivery.timeout.ms"] == p["linger.ms"] + 200000
+
+
+def test_a_scripted_fault_after_the_workload_phase_is_traced_as_skipped() -> None:
+    """Class 4: default.toml's faults at 4 s and 11 s with ``duration_s=6``: the second never
+    acts (faults stop at the heal) and the trace says so, instead of nothing."""
+    from helpers import SMALL, events, run_to_bytes
+    res, data = run_to_bytes("default", 1, SMALL)
+    assert res.status == "ok"
+    skipped = [e for e in events(data) if e["event"] == "fault" and e["phase"] == "skipped"]
+    assert [(e["fault"], e["at_s"]) for e in skipped] == [("isolate", 11.0)]
+    assert skipped[0]["reason"] == "after the workload phase"
