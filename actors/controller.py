@@ -18,6 +18,16 @@ Modelled on KRaft's ``ReplicationControlManager`` and ``PartitionChangeBuilder``
   eras with KIP-903 — the broker epochs of the proposed members.
 * The **controller epoch** bumps on every controller start; brokers drop PartitionStates
   of an older controller epoch.
+* **Preferred elections** (``ReplicationControlManager.electLeaders`` with
+  ``ElectionType.PREFERRED``, ``kafka-leader-election --election-type preferred``): the first
+  replica of the assignment becomes leader when it is in the ISR and unfenced; otherwise
+  ELECTION_NOT_NEEDED (it leads already) or PREFERRED_LEADER_NOT_AVAILABLE — never an unclean
+  election. **Auto leader rebalance** (``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds``): KRaft (``maybeBalancePartitionLeaders``)
+  elects the preferred leader of every imbalanced partition that can take it; the
+  ZooKeeper controller (``checkAndTriggerAutoLeaderRebalance``) does so only for the
+  preferred brokers whose share of partitions they prefer but do not lead is above
+  ``leader.imbalance.per.broker.percentage``.
 
 Controller state that Kafka keeps in the metadata log (or ZooKeeper) lives in
 :class:`ControllerStore`, which survives controller crashes; heartbeat times are volatile.
@@ -46,6 +56,8 @@ from actors.messages import (
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
+    ElectLeaders,
+    ElectLeadersResponse,
     PartitionState,
     Tick,
     metadata_view_crc,
@@ -92,13 +104,18 @@ class ControllerStore:
 
 class Controller(Machine):
     def __init__(self, store: ControllerStore, rules: Rules, *, brokers: tuple[int, ...],
-                 session_timeout_ms: int, invariants: bool = False) -> None:
+                 session_timeout_ms: int, invariants: bool = False,
+                 auto_leader_rebalance: bool = False, imbalance_check_interval_ms: int = 300_000,
+                 imbalance_per_broker_pct: int = 10) -> None:
         super().__init__("controller", "controller")
         self.store = store
         self.rules = rules
         self.all_brokers = brokers
         self.session_timeout_ms = session_timeout_ms
         self.invariants = invariants
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.imbalance_check_interval_ms = imbalance_check_interval_ms
+        self.imbalance_per_broker_pct = imbalance_per_broker_pct
         self.last_heartbeat: dict[int, int] = {}
 
     # -- helpers -------------------------------------------------------------------------
@@ -143,6 +160,8 @@ class Controller(Machine):
                 self._publish(st.partitions[key])
             self._broadcast_broker_states()
         self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
+        if self.auto_leader_rebalance:
+            self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
 
     def handle(self, msg: Any, src: Address) -> None:
         t = type(msg)
@@ -161,6 +180,11 @@ class Controller(Machine):
             self._on_alter_partition(msg, src)
         elif t is BrokerRegistration:
             self._on_registration(msg, src)
+        elif t is ElectLeaders:
+            self._on_elect_leaders(msg, src)
+        elif t is Tick and msg.kind == "leader_balance":
+            self._balance_leaders()
+            self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
         elif t is Tick:
             self._session_check()
             self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
@@ -246,6 +270,56 @@ class Controller(Machine):
         self.emit("isr_change", topic=p.topic, partition=p.partition, old=[],
                   new=list(p.isr), reason="create", leader_epoch=0, partition_epoch=0)
         self._elected(p, "preferred")
+
+    # -- preferred elections -----------------------------------------------------------
+    def _elect_preferred(self, p: PartitionRecord) -> str:
+        """``PartitionChangeBuilder`` with ``Election.PREFERRED``: the first replica of the
+        assignment, if it is in the ISR and unfenced; never anything else."""
+        preferred = p.replicas[0]
+        if p.leader == preferred:
+            return "ELECTION_NOT_NEEDED"
+        if preferred not in p.isr or not self._live(preferred):
+            return "PREFERRED_LEADER_NOT_AVAILABLE"
+        self._new_leader(p, preferred, "preferred")
+        return NONE
+
+    def _on_elect_leaders(self, m: ElectLeaders, src: Address) -> None:
+        """``ReplicationControlManager.electLeaders`` (PREFERRED): one result per partition,
+        every partition when none is named. Traced as ``elect_leaders``; answered unless
+        the request came from the runtime (a scripted or nemesis step)."""
+        st = self.store.partitions
+        keys = list(m.partitions) if m.partitions else sorted(st)
+        results = []
+        for topic, part in keys:
+            p = st.get((topic, part))
+            err = ("UNKNOWN_TOPIC_OR_PARTITION" if p is None or m.election_type != "preferred"
+                   else self._elect_preferred(p))
+            results.append((topic, part, err))
+        self.emit("elect_leaders", election_type=m.election_type, trigger="request",
+                  results=[f"{t}-{p}:{e}" for t, p, e in results])
+        if src[1] != "sim":
+            self.send(src, ElectLeadersResponse(tuple(results), m.correlation))
+
+    def _balance_leaders(self) -> None:
+        """The periodic leader rebalance (see the module note)."""
+        st = self.store.partitions
+        movable = [k for k in sorted(st) if st[k].leader != st[k].replicas[0]
+                   and st[k].replicas[0] in st[k].isr and self._live(st[k].replicas[0])]
+        if self.rules.zk_controller:
+            # KafkaController.checkAndTriggerAutoLeaderRebalance: per preferred broker, the
+            # share of the partitions preferring it that have another leader
+            chosen = []
+            for b in sorted({st[k].replicas[0] for k in st}):
+                mine = [k for k in sorted(st) if st[k].replicas[0] == b]
+                off = [k for k in mine if st[k].leader >= 0 and st[k].leader != b]
+                if mine and len(off) * 100 > self.imbalance_per_broker_pct * len(mine):
+                    chosen += [k for k in off if k in movable]
+            movable = sorted(chosen)
+        if not movable:
+            return
+        results = [(k[0], k[1], self._elect_preferred(st[k])) for k in movable]
+        self.emit("elect_leaders", election_type="preferred", trigger="auto_leader_rebalance",
+                  results=[f"{t}-{p}:{e}" for t, p, e in results])
 
     # -- fencing -------------------------------------------------------------------------
     def _session_check(self) -> None:

@@ -61,6 +61,9 @@ class Rules:
                                     # since 2.2 (KIP-380 broker epochs, "bounced brokers");
                                     # before, a quick restart inside the ZooKeeper session
                                     # went unnoticed and kept both
+    zk_controller: bool             # the ZooKeeper-era controller (KafkaController), not
+                                    # KRaft's QuorumController: e.g. auto leader rebalance
+                                    # weighs leader.imbalance.per.broker.percentage
     isr_removal_bumps_leader_epoch: bool  # the ZooKeeper controller removes an offline
                                     # replica from the ISR with a new leader epoch
                                     # (ReplicaStateMachine.doRemoveReplicasFromIsr:
@@ -75,7 +78,7 @@ _BASE = Rules(
     epoch_cache_kafka7415=True, alter_partition_errors="3.3",
     broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
     unclean_default=False, lag_time_default_ms=30000, fence_on_reregistration=True,
-    isr_removal_bumps_leader_epoch=False,
+    isr_removal_bumps_leader_epoch=False, zk_controller=False,
 )
 
 _ERA_RULES: Final = {
@@ -84,16 +87,17 @@ _ERA_RULES: Final = {
     "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
-                   alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True),
+                   alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True,
+                   zk_controller=True),
     "2.1": replace(_BASE, era="2.1", alter_partition_errors="zk",
-                   isr_removal_bumps_leader_epoch=True,
+                   isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "2.0": replace(_BASE, era="2.0", alter_partition_errors="zk",
-                   isr_removal_bumps_leader_epoch=True,
+                   isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    epoch_cache_kafka7415=False,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
@@ -102,7 +106,7 @@ _ERA_RULES: Final = {
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "0.11": replace(_BASE, era="0.11", alter_partition_errors="zk",
-                    isr_removal_bumps_leader_epoch=True,
+                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,
@@ -111,7 +115,7 @@ _ERA_RULES: Final = {
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
     "0.10": replace(_BASE, era="0.10", alter_partition_errors="zk",
-                    isr_removal_bumps_leader_epoch=True,
+                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
                     unclean_shutdown_detection=False,

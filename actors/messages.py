@@ -335,6 +335,26 @@ class Tick:
     arg: int
 
 
+# --- leader elections (kafka-leader-election, Admin.electLeaders) ----------------------------
+@message(36)
+class ElectLeaders:
+    """ElectLeadersRequest: ``election_type`` "preferred" for the named partitions
+    (``(topic, partition)`` pairs; empty: every partition)."""
+
+    election_type: str
+    partitions: tuple[tuple[str, int], ...]
+    correlation: int
+
+
+@message(37)
+class ElectLeadersResponse:
+    """Per partition ``(topic, partition, error)``: NONE, ELECTION_NOT_NEEDED,
+    PREFERRED_LEADER_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION."""
+
+    results: tuple[tuple[str, int, str], ...]
+    correlation: int
+
+
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
 class JoinGroup:

@@ -38,7 +38,7 @@ from actors.core import Machine
 from actors.eras import rules_for
 from actors.fetcher import FetcherConfig, ReplicaFetcherThread
 from actors.log import BrokerDisk, NoDisk
-from actors.messages import FetcherStall
+from actors.messages import ElectLeaders, FetcherStall
 from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
 from actors.replica_manager import ReplicaManager
@@ -163,9 +163,12 @@ class Cluster:
         rules = self.rules
 
         def controller_factory(node: Node) -> list[Machine]:
-            return [Controller(self.store, rules, brokers=self.broker_ids,
-                               session_timeout_ms=cl["broker.session.timeout.ms"],
-                               invariants=sc["invariants"])]
+            return [Controller(
+                self.store, rules, brokers=self.broker_ids,
+                session_timeout_ms=cl["broker.session.timeout.ms"], invariants=sc["invariants"],
+                auto_leader_rebalance=cl["auto.leader.rebalance.enable"],
+                imbalance_check_interval_ms=cl["leader.imbalance.check.interval.seconds"] * 1000,
+                imbalance_per_broker_pct=cl["leader.imbalance.per.broker.percentage"])]
         self.sched.add_node(Node("controller", self.store, controller_factory))
 
         for b in self.broker_ids:
@@ -325,6 +328,15 @@ class Cluster:
                     and (sources is None or f"broker-{m.leader}" in sources)
                     and fetcher in (-1, m.fetcher)):
                 self.sched.inject((node, name), FetcherStall(ms))
+
+    def elect_preferred(self, partitions: list[str]) -> None:
+        """``kafka-leader-election --election-type preferred`` for ``partitions`` (names;
+        none: every partition), delivered to the controller."""
+        n = self.sched.nodes.get("controller")
+        if n is None or n.state == "down":
+            return
+        parts = tuple(sorted((t, int(p)) for t, _, p in (x.rpartition("-") for x in partitions)))
+        self.sched.inject(("controller", "controller"), ElectLeaders("preferred", parts, 0))
 
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None:
         self.sched.emit("sim", "nemesis", "fault", fault=fault, phase=phase, target=target,

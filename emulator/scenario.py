@@ -126,6 +126,10 @@ CLUSTER: dict[str, Key] = {
     "offsets.topic.num.partitions": Key(INT, 50, _between(1, 10_000, "offsets partitions")),
     "offsets.topic.replication.factor": Key(INT, None, _pos),
     "offsets.commit.timeout.ms": Key(INT, 5000, _pos),
+    # preferred leaders (the controller's periodic rebalance)
+    "auto.leader.rebalance.enable": Key(BOOL, True),
+    "leader.imbalance.check.interval.seconds": Key(INT, 300, _pos),
+    "leader.imbalance.per.broker.percentage": Key(INT, 10, _between(0, 100, "percent")),
 }
 
 TOPIC: dict[str, Key] = {
@@ -471,7 +475,13 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     one (a fault on a node that does not exist would silently do nothing)."""
     targets = fe["target"] if isinstance(fe["target"], list) else [fe["target"]]
     targets = [t for t in targets if t != ""]
-    if fe["fault"] == "heal":
+    if fe["fault"] in ("heal", "preferred_election"):
+        if fe["fault"] == "preferred_election":   # partitions, not nodes ("" or "all": every)
+            names = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+            for t in targets:
+                if t != "all" and t not in names:
+                    raise src.error(f"{where}.target", f"{t!r}: no partition of that name "
+                                    f"(a preferred_election names partitions, or \"all\")")
         return
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")

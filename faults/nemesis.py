@@ -24,7 +24,10 @@ its followers (its fetches still arrive: the leader counts them, its answers are
 ``split`` is Jepsen's random halves over every node, the controller and clients included,
 so a client may keep reaching a broker that the rest of the cluster no longer hears (the
 other partition kinds cut a broker from clients too); ``stall_fetcher`` stops one replica
-fetcher thread of a random broker (for a random leader broker and fetcher id).
+fetcher thread of a random broker (for a random leader broker and fetcher id);
+``preferred_election`` runs ``kafka-leader-election --election-type preferred`` on every
+partition (an operation: leadership moves back to the first assigned replicas that can
+take it).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -168,6 +171,8 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             rest = [n for n in ("controller", *client_nodes(sc)) if rng.random() < 0.5]
             entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
                      "duration_s": dur}
+        elif kind == "preferred_election":
+            entry = {"at_s": at, "fault": "preferred_election", "target": "all"}
         elif kind == "stall_fetcher":
             others = [b for b in brokers if b != node]
             if not others:

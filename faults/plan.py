@@ -34,10 +34,15 @@ Kinds (after Jepsen's nemeses):
 * ``stall_fetcher``: replica fetcher threads of the target broker stop working (a thread
   stuck on a lock, a slow disk, a long GC pause of one thread): every partition they carry
   stops fetching, so the leader drops from the ISR those that are being written to;
+* ``preferred_election`` (an operation, not a fault): ``kafka-leader-election
+  --election-type preferred`` for the partitions named in ``target`` (``"orders-0"``, a list,
+  or ``"all"``): each one's first assigned replica takes over if it is in the ISR;
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
-trace and replayed or shrunk.
+trace and replayed or shrunk; an entry timed after the workload phase (a shortened
+``duration_s``) never acts and is traced with phase ``skipped`` when the heal begins (one
+timed after the whole run is refused at load).
 """
 
 from __future__ import annotations
@@ -45,12 +50,13 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
-               "delay", "drop", "restart", "resume", "heal", "stall_fetcher")
+               "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
+               "preferred_election")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
-           "power_outage", "split", "stall_fetcher")
+           "power_outage", "split", "stall_fetcher", "preferred_election")
 
 
 class World(Protocol):
@@ -74,6 +80,7 @@ class World(Protocol):
     def set_link_drop(self, src: str, dst: str, rate: float) -> None: ...
     def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
                       duration_s: float) -> None: ...
+    def elect_preferred(self, partitions: list[str]) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
 
@@ -124,6 +131,13 @@ def resolve(world: World, target: Any) -> list[str]:
 
 def start_fault(world: World, f: dict[str, Any]) -> None:
     kind = f["fault"]
+    if kind == "preferred_election":   # names partitions, not nodes
+        target = f.get("target", "")
+        names = [str(t) for t in (target if isinstance(target, list) else [target])]
+        names = [] if "all" in names or names == [""] else names
+        world.trace_fault(kind, "start", names or ["all"])
+        world.elect_preferred(names)
+        return
     nodes = resolve(world, f.get("target", ""))
     dur = float(f.get("duration_s", 0.0))
     world.trace_fault(kind, "start", nodes, duration_s=dur)

@@ -93,6 +93,8 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "offset_fetch": ("group", "consumer", "topic", "partition", "offset", "requested_us"),
     # the group coordinator (actor group-coordinator), on a __consumer_offsets leader
     "coordinator_load": ("partition", "leader_epoch", "log_end_offset"),
+    # the controller's preferred elections ("<topic>-<p>:<error>" per partition)
+    "elect_leaders": ("election_type", "trigger", "results"),
     "coordinator_loaded": ("partition", "leader_epoch", "groups", "offsets", "log_end_offset"),
     "coordinator_unload": ("partition", "reason"),
     "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
