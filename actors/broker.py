@@ -11,7 +11,12 @@ One per broker node, beside the broker's partition replicas. It does what Kafka'
   controller's PartitionState (LeaderAndIsr) and BrokerStates to the local replicas,
   dropping those from a stale controller epoch;
 * answers clients' Metadata requests (the leaders of ``__consumer_offsets`` partitions
-  too: a client finds its group's coordinator there, as FindCoordinator answers).
+  too: a client finds its group's coordinator there, as FindCoordinator answers);
+* **controlled shutdown** (``controlled.shutdown.enable``): asked to stop, it asks the
+  controller to move its leaderships first (``ControlledShutdownRequest``), again after
+  ``controlled.shutdown.retry.backoff.ms`` while it still leads something, at most
+  ``controlled.shutdown.max.retries`` times (``KafkaServer.controlledShutdown``); then it
+  is ready to stop (``shutdown_ready``: the runtime stops the process cleanly).
 
 The broker's partition replicas, fetcher threads and group coordinator run in the
 replica-manager task (:mod:`actors.replica_manager`, :mod:`actors.coordinator`).
@@ -28,6 +33,9 @@ from actors.messages import (
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
+    ControlledShutdown,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     MetadataRequest,
     MetadataResponse,
     PartitionState,
@@ -56,6 +64,11 @@ class Broker(Machine):
         self._registering = 0
         self.partition_epochs: dict[tuple[str, int], int] = {}
         self.broker_states: tuple[tuple[int, int, bool], ...] = ()
+        #: controlled shutdown: "" (running), "requested", "ready" (the process may stop)
+        self.shutdown_state = ""
+        self._shutdown_tries = 0
+        self._shutdown_max_retries = 0
+        self._shutdown_backoff_ms = 0
 
     def start(self) -> None:
         self._register()
@@ -65,6 +78,16 @@ class Broker(Machine):
         self.send(CONTROLLER, BrokerRegistration(self.broker_id, self.incarnation,
                                                  self.clean_shutdown))
         self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
+
+    def _request_shutdown(self) -> None:
+        if self._shutdown_tries > self._shutdown_max_retries or self.broker_epoch < 0:
+            self.shutdown_state = "ready"   # out of retries: stop anyway (still cleanly)
+            return
+        self._shutdown_tries += 1
+        self.shutdown_state = "requested"
+        self.send(CONTROLLER, ControlledShutdownRequest(self.broker_id, self.broker_epoch))
+        # an unanswered request is retried too
+        self.timer(self._shutdown_backoff_ms, Tick("shutdown_retry", self._shutdown_tries, 0))
 
     def _view_crc(self) -> int:
         return metadata_view_crc(
@@ -113,9 +136,20 @@ class Broker(Machine):
                     self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
                                                               self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+            elif (msg.kind == "shutdown_retry" and self.shutdown_state == "requested"
+                  and msg.token == self._shutdown_tries):
+                self._request_shutdown()
             elif msg.kind == "register_retry":
                 if msg.token == self._registering and self.broker_epoch < 0:
                     self._register()
+        elif t is ControlledShutdown:
+            if not self.shutdown_state:
+                self._shutdown_max_retries = msg.max_retries
+                self._shutdown_backoff_ms = msg.retry_backoff_ms
+                self._request_shutdown()
+        elif t is ControlledShutdownResponse:
+            if self.shutdown_state == "requested" and msg.remaining == 0:
+                self.shutdown_state = "ready"   # else the retry timer asks again
         elif t is MetadataRequest:
             parts = tuple((tp[0], tp[1], leader, epoch)
                           for tp, (leader, epoch) in sorted(self.metadata.items()))

@@ -56,6 +56,8 @@ from actors.messages import (
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     ElectLeaders,
     ElectLeadersResponse,
     PartitionState,
@@ -86,6 +88,8 @@ class BrokerRecord:
     epoch: int
     incarnation: int
     fenced: bool
+    #: in controlled shutdown: never elected, out of every ISR it can leave
+    shutting_down: bool = False
 
 
 @dataclass
@@ -122,6 +126,11 @@ class Controller(Machine):
     def _live(self, broker: int) -> bool:
         rec = self.store.brokers.get(broker)
         return rec is not None and not rec.fenced
+
+    def _acceptable(self, broker: int) -> bool:
+        """``isAcceptableLeader``: unfenced and not in controlled shutdown."""
+        rec = self.store.brokers.get(broker)
+        return rec is not None and not rec.fenced and not rec.shutting_down
 
     def _state_msg(self, p: PartitionRecord) -> PartitionState:
         return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
@@ -171,6 +180,8 @@ class Controller(Machine):
                 self.send(src, BrokerRegistrationResponse(msg.broker, -1,
                                                           self.store.controller_epoch))
                 return
+            if rec.shutting_down:
+                return   # stopping: its heartbeats neither unfence it nor keep its session
             self.last_heartbeat[msg.broker] = self.now_ms
             if rec.fenced:
                 self._unfence(msg.broker)
@@ -182,6 +193,8 @@ class Controller(Machine):
             self._on_registration(msg, src)
         elif t is ElectLeaders:
             self._on_elect_leaders(msg, src)
+        elif t is ControlledShutdownRequest:
+            self._on_controlled_shutdown(msg, src)
         elif t is Tick and msg.kind == "leader_balance":
             self._balance_leaders()
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
@@ -278,7 +291,7 @@ class Controller(Machine):
         preferred = p.replicas[0]
         if p.leader == preferred:
             return "ELECTION_NOT_NEEDED"
-        if preferred not in p.isr or not self._live(preferred):
+        if preferred not in p.isr or not self._acceptable(preferred):
             return "PREFERRED_LEADER_NOT_AVAILABLE"
         self._new_leader(p, preferred, "preferred")
         return NONE
@@ -304,7 +317,8 @@ class Controller(Machine):
         """The periodic leader rebalance (see the module note)."""
         st = self.store.partitions
         movable = [k for k in sorted(st) if st[k].leader != st[k].replicas[0]
-                   and st[k].replicas[0] in st[k].isr and self._live(st[k].replicas[0])]
+                   and st[k].replicas[0] in st[k].isr
+                   and self._acceptable(st[k].replicas[0])]
         if self.rules.zk_controller:
             # KafkaController.checkAndTriggerAutoLeaderRebalance: per preferred broker, the
             # share of the partitions preferring it that have another leader
@@ -321,12 +335,45 @@ class Controller(Machine):
         self.emit("elect_leaders", election_type="preferred", trigger="auto_leader_rebalance",
                   results=[f"{t}-{p}:{e}" for t, p, e in results])
 
+    # -- controlled shutdown -------------------------------------------------------------
+    def _on_controlled_shutdown(self, m: ControlledShutdownRequest, src: Address) -> None:
+        """``handleBrokerInControlledShutdown`` (KRaft) / ``doControlledShutdown`` (ZooKeeper
+        eras): the broker is no longer an acceptable leader; every partition it leads gets
+        another ISR member as leader and every ISR it is in loses it (not the last member
+        without ELR, as for fencing); the answer says how many partitions it still leads.
+        With none it may stop. KRaft fences it at once (SHUTDOWN_NOW); in the ZooKeeper eras
+        its session ends when the process closes it, which the controller notices at its
+        next session check (here: the session is expired now and its heartbeats no longer
+        count), after the process is gone. Until then a ZooKeeper-era leader may put it back
+        in an ISR (no eligibility check before KIP-841, 3.3); the fencing takes it out."""
+        rec = self.store.brokers.get(m.broker)
+        if rec is None or rec.epoch != m.broker_epoch or rec.fenced:
+            self.send(src, ControlledShutdownResponse(m.broker, -1))
+            return
+        if not rec.shutting_down:
+            rec.shutting_down = True
+            self.emit("controlled_shutdown", broker=m.broker, broker_epoch=rec.epoch)
+        for key in sorted(self.store.partitions):
+            p = self.store.partitions[key]
+            if m.broker not in p.isr and p.leader != m.broker:
+                continue
+            new_isr = tuple(b for b in p.isr if b != m.broker)
+            if not new_isr and not self.rules.elr:
+                new_isr = p.isr
+            self._change(p, new_isr, "controlled_shutdown", leader_gone=(p.leader == m.broker))
+        remaining = sum(1 for p in self.store.partitions.values() if p.leader == m.broker)
+        self.send(src, ControlledShutdownResponse(m.broker, remaining))
+        if remaining == 0 and self.rules.zk_controller:
+            self.last_heartbeat[m.broker] = self.now_ms - self.session_timeout_ms - 1
+        elif remaining == 0:
+            self._fence(m.broker, "controlled_shutdown")
+
     # -- fencing -------------------------------------------------------------------------
     def _session_check(self) -> None:
         now = self.now_ms
         for b, rec in sorted(self.store.brokers.items()):
             if not rec.fenced and now - self.last_heartbeat.get(b, now) > self.session_timeout_ms:
-                self._fence(b, "session_timeout")
+                self._fence(b, "controlled_shutdown" if rec.shutting_down else "session_timeout")
 
     def _fence(self, broker: int, reason: str) -> None:
         """``handleBrokerFenced``: out of every ISR (not the last member without ELR)."""
@@ -395,7 +442,7 @@ class Controller(Machine):
         """``electAnyLeader`` (``actors.election``): ISR, then ELR (ISR empty), then the last
         known leader, then unclean if allowed; then the step's side effects."""
         e = elect_leader(p.replicas, p.isr, p.elr if self.rules.elr else (), p.last_known_elr,
-                         p.leader, self._live, unclean_allowed=p.unclean,
+                         p.leader, self._acceptable, unclean_allowed=p.unclean,
                          elr_enabled=self.rules.elr)
         if e.kind == "keep":
             self._publish(p)
@@ -482,8 +529,9 @@ class Controller(Machine):
                 if b == m.leader or b in p.isr:
                     continue
                 rec = self.store.brokers.get(b)
-                if self.rules.isr_eligibility and (rec is None or rec.fenced):
-                    err = INELIGIBLE_REPLICA
+                if self.rules.isr_eligibility and (rec is None or rec.fenced
+                                                   or rec.shutting_down):
+                    err = INELIGIBLE_REPLICA    # KIP-841 (3.3+): fenced or shutting down
                 elif (self.rules.broker_epoch_check and rec is not None
                       and epoch not in (-1, rec.epoch)):
                     err = INELIGIBLE_REPLICA    # KIP-903: a stale incarnation's fetch

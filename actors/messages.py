@@ -355,6 +355,34 @@ class ElectLeadersResponse:
     correlation: int
 
 
+# --- controlled shutdown ---------------------------------------------------------------------
+@message(38)
+class ControlledShutdownRequest:
+    """A broker asks to stop (ZooKeeper eras' ControlledShutdownRequest; KRaft's heartbeat
+    with ``wantShutDown``): the controller moves its leaderships and takes it out of the
+    ISRs."""
+
+    broker: int
+    broker_epoch: int
+
+
+@message(39)
+class ControlledShutdownResponse:
+    """How many partitions the broker still leads (0: it may stop)."""
+
+    broker: int
+    remaining: int
+
+
+@message(43)
+class ControlledShutdown:
+    """The ``controlled_shutdown`` step: the broker it reaches begins a controlled shutdown.
+    Sent by the runtime (an operator stopping the process), not by an actor."""
+
+    max_retries: int
+    retry_backoff_ms: int
+
+
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
 class JoinGroup:

@@ -130,6 +130,10 @@ CLUSTER: dict[str, Key] = {
     "auto.leader.rebalance.enable": Key(BOOL, True),
     "leader.imbalance.check.interval.seconds": Key(INT, 300, _pos),
     "leader.imbalance.per.broker.percentage": Key(INT, 10, _between(0, 100, "percent")),
+    # the controlled_shutdown step (false: it is a plain clean stop, as `shutdown`)
+    "controlled.shutdown.enable": Key(BOOL, True),
+    "controlled.shutdown.max.retries": Key(INT, 3, _nonneg),
+    "controlled.shutdown.retry.backoff.ms": Key(INT, 5000, _pos),
 }
 
 TOPIC: dict[str, Key] = {

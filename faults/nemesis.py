@@ -171,6 +171,16 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             rest = [n for n in ("controller", *client_nodes(sc)) if rng.random() < 0.5]
             entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
                      "duration_s": dur}
+        elif kind == "controlled_shutdown":
+            # a rolling-restart step: counted like a kill by the budget (the broker is out
+            # of the ISRs until it catches up after its restart)
+            if faults["budget"]:
+                near = [x for x in busy if x[0] <= at + dur and at <= x[1] + RECOVERY_GAP_S]
+                if len(near) >= lossy_budget:
+                    continue
+            entry = {"at_s": at, "fault": "controlled_shutdown", "target": node,
+                     "duration_s": dur}
+            busy.append((at, at + dur, node, False))
         elif kind == "preferred_election":
             entry = {"at_s": at, "fault": "preferred_election", "target": "all"}
         elif kind == "stall_fetcher":

@@ -25,6 +25,9 @@ Kinds (after Jepsen's nemeses):
   loss; ``shutdown``: a clean stop (logs flushed, checkpoints written, the clean-shutdown
   marker left, so the restart skips log recovery and, KAFKA-15586, is not an unclean
   shutdown; leadership is not moved away first);
+* ``controlled_shutdown``: an operator's SIGTERM with ``controlled.shutdown.enable``: the
+  broker has the controller move its leaderships and drop it from the ISRs, then stops
+  cleanly; ``duration_s`` counts from when it stopped;
 * ``pause``: stop-the-world;
 * ``isolate``: cut the target nodes from every other node, both ways; ``partition``: the
   target nodes form one side, every other node the other; ``cut``: one direction only,
@@ -51,12 +54,13 @@ from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
-               "preferred_election")
+               "preferred_election", "controlled_shutdown")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
-           "power_outage", "split", "stall_fetcher", "preferred_election")
+           "power_outage", "split", "stall_fetcher", "preferred_election",
+           "controlled_shutdown")
 
 
 class World(Protocol):
@@ -81,6 +85,7 @@ class World(Protocol):
     def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
                       duration_s: float) -> None: ...
     def elect_preferred(self, partitions: list[str]) -> None: ...
+    def controlled_shutdown(self, node: str, down_s: float) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
 
@@ -151,6 +156,9 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         def stop() -> None:
             for n in nodes:
                 world.restart(n)
+    elif kind == "controlled_shutdown":
+        for n in nodes:   # it restarts by itself, duration_s after it stopped
+            world.controlled_shutdown(n, dur)
     elif kind == "pause":
         for n in nodes:
             world.pause(n)

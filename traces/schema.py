@@ -95,6 +95,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "coordinator_load": ("partition", "leader_epoch", "log_end_offset"),
     # the controller's preferred elections ("<topic>-<p>:<error>" per partition)
     "elect_leaders": ("election_type", "trigger", "results"),
+    "controlled_shutdown": ("broker", "broker_epoch"),
     "coordinator_loaded": ("partition", "leader_epoch", "groups", "offsets", "log_end_offset"),
     "coordinator_unload": ("partition", "reason"),
     "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
