@@ -304,7 +304,9 @@ class Cluster:
 
         def stop() -> None:
             self.shutdown(node)
-            if down_s > 0:
+            if self.phase != "workload":
+                self.restart(node)   # it finished stopping after the heal began: back now
+            elif down_s > 0:
                 self.after(down_s, lambda: self.restart(node))
 
         if not cl["controlled.shutdown.enable"]:

@@ -107,3 +107,20 @@ def test_a_broker_in_controlled_shutdown_is_never_elected_nor_unfenced_by_its_he
     ctx.c.drain()
     assert ctx.c.store.brokers[1].fenced
     assert _elect_preferred(ctx, (("foo", 0),)) == {"foo-0": "PREFERRED_LEADER_NOT_AVAILABLE"}
+
+
+def test_a_controlled_shutdown_that_ends_after_the_heal_began_still_comes_back() -> None:
+    """A broker cut off when asked to stop can only finish its controlled shutdown once the
+    partition heals — after the workload phase here. It stops then and is restarted at once
+    (the heal restarts what is down), so the cluster converges (safe-acks-all seed 166 of a
+    campaign with these steps did not)."""
+    evs = _events("rolling-restart", [
+        "duration_s=20.0",
+        'faults.plan=[{at_s=18.0, fault="isolate", target="broker-1", duration_s=5.0}, '
+        '{at_s=19.0, fault="controlled_shutdown", target="broker-1", duration_s=10.0}]'])
+    heal = next(e for e in evs if e["event"] == "phase" and e["phase"] == "heal")
+    stop = next(e for e in evs if e["event"] == "node_crash" and e["node"] == "broker-1")
+    back = next(e for e in evs if e["event"] == "node_restart" and e["node"] == "broker-1")
+    assert stop["ts_us"] > heal["ts_us"] and back["ts_us"] == stop["ts_us"]
+    conv = [e for e in evs if e["event"] == "convergence"]
+    assert conv and all(e["converged"] for e in conv)
