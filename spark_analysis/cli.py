@@ -19,8 +19,10 @@ stderr as ``file:line: problem (action)``, action being "line skipped", "trace s
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import orjson
 
@@ -55,8 +57,44 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
     return "\n".join(out)
 
 
+#: what ``--master`` may be: local[N] / local[*], a standalone cluster, Spark Connect, YARN,
+#: Kubernetes (Spark's own master URL forms)
+MASTER_URL: Final = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*"
+    r"|sc://[^\s]+|yarn|k8s://[^\s]+)$")
+
+
+def _check_outputs(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--master``, ``--out`` or ``--cache``, checked before Spark starts
+    (an unwritable ``--out`` used to fail after the whole analysis, in pages of Java)."""
+    if args.master is not None and not MASTER_URL.match(args.master):
+        return (f"--master {args.master!r}: not a Spark master URL (local[N], local[*], "
+                f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
+    inputs = {Path(p).resolve() for p in args.paths}
+    for flag, value in (("--out", args.out), ("--cache", args.cache)):
+        if value is None or "://" in value:
+            continue
+        d = Path(value)
+        if d.resolve() in inputs:
+            return f"{flag} {value}: is one of the inputs; it would be overwritten"
+        if d.exists() and not d.is_dir():
+            return f"{flag} {value}: exists and is not a directory"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe = d / ".isrlab-write-probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            return f"{flag} {value}: cannot write there ({exc.strerror or exc})"
+    return None
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    problem = _check_outputs(args)
+    if problem:
+        print(f"isrlab analyze: {problem}", file=sys.stderr)
+        return 2
     try:
         spark = build_session(args.master)
         loaded = load_traces(spark, args.paths, cache_dir=args.cache, careful=args.careful)

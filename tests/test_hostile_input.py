@@ -197,3 +197,47 @@ def test_a_scripted_fault_after_the_workload_phase_is_traced_as_skipped() -> Non
     skipped = [e for e in events(data) if e["event"] == "fault" and e["phase"] == "skipped"]
     assert [(e["fault"], e["at_s"]) for e in skipped] == [("isolate", 11.0)]
     assert skipped[0]["reason"] == "after the workload phase"
+
+
+@pytest.mark.parametrize("misnamed", ["gzip named .jsonl", "plain text named .jsonl.gz"])
+def test_a_trace_is_read_by_its_bytes_not_by_its_name(tmp_path: Path, misnamed: str) -> None:
+    """Class 8: ``check`` decided gzip by the file name (a gzip named ``.jsonl`` was "crc:
+    missing", a plain file named ``.gz`` "Not a gzipped file"); every reader now goes by the
+    magic bytes, as ``show`` and ``replay`` did."""
+    import gzip
+
+    from helpers import SMALL, run_to_bytes
+    res, data = run_to_bytes("default", 1, SMALL)
+    assert res.status == "ok"
+    if misnamed.startswith("gzip"):
+        f = tmp_path / "t.jsonl"
+        f.write_bytes(gzip.compress(data))
+    else:
+        f = tmp_path / "t.jsonl.gz"
+        f.write_bytes(data)
+    for args in (("check", str(f)), ("show", str(f)), ("replay", str(f))):
+        proc = _isrlab(*args)
+        assert proc.returncode in (0, 1), (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert "identical" in _isrlab("replay", str(f)).stdout
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--master", "bogus", "not a Spark master URL"),
+    ("--master", "local[x]", "not a Spark master URL"),
+    ("--out", "/proc/isrlab-nope", "cannot write there"),
+    ("--cache", "FILE", "exists and is not a directory"),
+    ("--out", "INPUT", "is one of the inputs"),
+])
+def test_analyze_checks_its_master_and_output_folders_before_spark_starts(
+        tmp_path: Path, flag: str, value: str, words: str) -> None:
+    """Class 8: a bogus ``--master`` and an unwritable ``--out``/``--cache`` failed after the
+    whole analysis (or in the JVM) with pages of Java; now one line, exit 2, before Spark
+    starts, and the input is never the output."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("{}\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    value = {"FILE": str(blocker), "INPUT": str(trace)}.get(value, value)
+    _one_line_exit_2(_isrlab("analyze", str(trace), flag, value), flag, words)
+    assert trace.read_text() == "{}\n" and blocker.read_text() == "x"

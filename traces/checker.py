@@ -40,6 +40,7 @@ from typing import Any, Final
 import orjson
 
 from traces.integrity import unseal
+from traces.reader import open_bytes
 from traces.schema import ANOMALIES
 
 #: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
@@ -801,9 +802,7 @@ def check_events(events: Iterable[Event]) -> CheckResult:
 
 
 def _open(path: Path) -> Any:
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return path.open("rb", buffering=1 << 20)
+    return open_bytes(path)   # gzip by its magic bytes, not by its name
 
 
 def _load(path: Path, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:

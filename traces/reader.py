@@ -99,6 +99,20 @@ Event = dict[str, Any]
 StrPath = str | os.PathLike[str]
 
 GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+def is_gzip(path: StrPath) -> bool:
+    """Whether the file starts with gzip's magic bytes (whatever its name says)."""
+    with open(path, "rb") as probe:
+        return probe.read(2) == GZIP_MAGIC
+
+
+def open_bytes(path: StrPath) -> BinaryIO:
+    """A trace file's bytes, decompressed when it is gzip by its magic bytes — a gzip
+    named ``.jsonl`` and a plain file named ``.jsonl.gz`` both read right."""
+    if is_gzip(path):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115
 #: A line longer than this is refused (no event comes close; a binary file might).
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 _CHUNK: Final = 1024 * 1024

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import gzip
 import os
 import sys
 import tempfile
@@ -49,7 +48,7 @@ from typing import Any, Final
 import orjson
 
 from traces.integrity import unseal
-from traces.reader import GZIP_MAGIC, Event, TraceError, iter_events
+from traces.reader import Event, TraceError, is_gzip, iter_events, open_bytes
 from traces.writer import ISRLAB_VERSION
 
 __all__ = [
@@ -120,17 +119,9 @@ def raw_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
     No verification: call it on a file :func:`verify_trace` accepted or that this process
     just wrote.
     """
-    with open(path, "rb") as probe:
-        compressed = probe.read(2) == GZIP_MAGIC
-    fh = gzip.open(path, "rb") if compressed else open(path, "rb", buffering=1 << 20)  # noqa: SIM115
-    with fh:
+    with open_bytes(path) as fh:
         for line in fh:
             yield line[:-1] if line.endswith(b"\n") else line
-
-
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as probe:
-        return probe.read(2) == GZIP_MAGIC
 
 
 # --- comparing -------------------------------------------------------------------------------
@@ -277,7 +268,7 @@ def replay_trace(path: str | os.PathLike[str], out: str | os.PathLike[str] | Non
     with contextlib.ExitStack() as stack:
         if out is None:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="isrlab-replay-"))
-            suffix = ".jsonl.gz" if _is_gzip(trace) else ".jsonl"
+            suffix = ".jsonl.gz" if is_gzip(trace) else ".jsonl"
             new = str(Path(tmp) / f"replay{suffix}")
         else:
             new = os.fspath(out)
