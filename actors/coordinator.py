@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from actors.core import Address, Machine
-from actors.fetcher import java_string_hash
+from actors.fetcher import java_abs, java_string_hash
 from actors.group import Group, Member
 from actors.messages import (
     COORDINATOR_NOT_AVAILABLE,
@@ -77,8 +77,7 @@ LOAD_MS_PER_1000: Final = 1
 
 def partition_for(group: str, num_partitions: int) -> int:
     """``GroupMetadataManager.partitionFor``: ``Utils.abs(groupId.hashCode) % n``."""
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+    return java_abs(java_string_hash(group)) % num_partitions
 
 
 def coordinator_error(append_error: str) -> str:

@@ -63,17 +63,26 @@ def java_string_hash(s: str) -> int:
     data = s.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
+        h = 31 * h + (data[i] << 8 | data[i + 1])
+    return _int32(h)
+
+
+def _int32(n: int) -> int:
+    """``n`` wrapped to Java's 32-bit two's complement ``int``."""
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def java_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: ``Math.abs``, except that Integer.MIN_VALUE maps to 0."""
+    return 0 if n == -(1 << 31) else abs(n)
 
 
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
     """``AbstractFetcherManager.getFetcherId``: ``Utils.abs(31 * topic.hashCode +
     partition) % num.replica.fetchers`` with Java int arithmetic (``Utils.abs`` maps
     Integer.MIN_VALUE to 0)."""
-    n = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
-    n = n - (1 << 32) if n >= 1 << 31 else n
-    return (0 if n == -(1 << 31) else abs(n)) % num_fetchers
+    return java_abs(_int32(31 * java_string_hash(topic) + partition)) % num_fetchers
 
 
 def thread_name(fetcher: int, leader: int) -> str:
