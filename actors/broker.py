@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.core import Address, Machine
+from actors.fetcher import REPLICA_MANAGER
 from actors.log import BrokerDisk
 from actors.messages import (
     BrokerHeartbeat,
@@ -39,6 +40,7 @@ from actors.messages import (
     MetadataRequest,
     MetadataResponse,
     PartitionState,
+    StopReplica,
     Tick,
     metadata_view_crc,
 )
@@ -48,13 +50,15 @@ CONTROLLER: Address = ("controller", "controller")
 
 class Broker(Machine):
     def __init__(self, node: str, broker_id: int, disk: BrokerDisk, *, incarnation: int,
-                 hosted: tuple[tuple[str, int], ...], heartbeat_interval_ms: int,
+                 hosted: tuple[tuple[str, int], ...] | list[tuple[str, int]],
+                 heartbeat_interval_ms: int,
                  registration_retry_ms: int = 1000) -> None:
         super().__init__(node, "broker")
         self.broker_id = broker_id
         self.disk = disk
         self.incarnation = incarnation
-        self.hosted = frozenset(hosted)
+        #: the partitions this broker is a replica of (its replica manager hosts them)
+        self.hosted = set(hosted)
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.registration_retry_ms = registration_retry_ms
         self.broker_epoch = -1
@@ -112,8 +116,18 @@ class Broker(Machine):
                 return   # reordered: an older state of the same controller
             self.partition_epochs[key] = msg.partition_epoch
             self.metadata[key] = (msg.leader, msg.leader_epoch)
-            if (msg.topic, msg.partition) in self.hosted:
+            listed = self.broker_id in msg.replicas
+            if key in self.hosted:
                 self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
+                if not listed:
+                    # no longer a replica (a reassignment completed, or was cancelled,
+                    # without it): stop the replica and delete its log
+                    self.hosted.discard(key)
+                    self.send((self.node, REPLICA_MANAGER), StopReplica(*key))
+            elif listed:
+                # a reassignment adds this broker: the replica manager creates the replica
+                self.hosted.add(key)
+                self.send((self.node, REPLICA_MANAGER), msg)
         elif t is BrokerStates:
             if msg.controller_epoch < self.controller_epoch:
                 return

@@ -51,6 +51,8 @@ from actors.messages import (
     NOT_LEADER_OR_FOLLOWER,
     STALE_BROKER_EPOCH,
     AlterPartition,
+    AlterPartitionReassignments,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
     BrokerHeartbeat,
     BrokerRegistration,
@@ -64,6 +66,7 @@ from actors.messages import (
     Tick,
     metadata_view_crc,
 )
+from actors.reassignment import Assignment, invalid_target, maybe_complete, revert, start
 from actors.replica import InvariantViolation
 
 
@@ -81,6 +84,14 @@ class PartitionRecord:
     last_known_elr: tuple[int, ...] = ()
     partition_epoch: int = -1
     recovering: bool = False
+    #: KIP-455: the replicas an ongoing reassignment is adding and removing (both are in
+    #: ``replicas``: the target replicas first, then the removing ones)
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def assignment(self) -> Assignment:
+        return Assignment(self.replicas, self.adding, self.removing)
 
 
 @dataclass(slots=True)
@@ -135,7 +146,7 @@ class Controller(Machine):
     def _state_msg(self, p: PartitionRecord) -> PartitionState:
         return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
                               p.leader, p.leader_epoch, p.isr, p.elr, p.partition_epoch,
-                              p.recovering)
+                              p.recovering, p.adding, p.removing)
 
     def _broadcast(self, p: PartitionRecord) -> None:
         msg = self._state_msg(p)
@@ -195,6 +206,8 @@ class Controller(Machine):
             self._on_elect_leaders(msg, src)
         elif t is ControlledShutdownRequest:
             self._on_controlled_shutdown(msg, src)
+        elif t is AlterPartitionReassignments:
+            self._on_alter_reassignments(msg, src)
         elif t is Tick and msg.kind == "leader_balance":
             self._balance_leaders()
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
@@ -208,6 +221,10 @@ class Controller(Machine):
                     raise InvariantViolation(
                         f"controller: leader {p.leader} of {p.topic}-{p.partition} "
                         f"not in ISR {p.isr}")
+                if any(b not in p.replicas for b in p.isr):
+                    raise InvariantViolation(
+                        f"controller: ISR {p.isr} of {p.topic}-{p.partition} not in AR "
+                        f"{p.replicas}")
 
     def _on_registration(self, m: BrokerRegistration, src: Address) -> None:
         st = self.store
@@ -335,6 +352,94 @@ class Controller(Machine):
         self.emit("elect_leaders", election_type="preferred", trigger="auto_leader_rebalance",
                   results=[f"{t}-{p}:{e}" for t, p, e in results])
 
+    # -- partition reassignment (KIP-455) ------------------------------------------------
+    def _on_alter_reassignments(self, m: AlterPartitionReassignments, src: Address) -> None:
+        """``alterPartitionReassignments``: per partition, a new target (start or replace a
+        reassignment) or a cancellation (an empty list). Traced as ``alter_reassignments``
+        with one result per partition; answered unless the request came from the runtime."""
+        results = []
+        for topic, part, target in m.parts:
+            p = self.store.partitions.get((topic, part))
+            if p is None:
+                err = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif not target:
+                err = self._cancel_reassignment(p)
+            else:
+                err = self._reassign(p, tuple(target))
+            results.append((topic, part, err))
+        self.emit("alter_reassignments",
+                  results=[f"{t}-{p}:{e}" for t, p, e in results],
+                  targets=[f"{t}-{p}:{','.join(map(str, r)) or 'cancel'}"
+                           for t, p, r in m.parts])
+        if src[1] != "sim":
+            self.send(src, AlterPartitionReassignmentsResponse(tuple(results), m.correlation))
+
+    def _reassign(self, p: PartitionRecord, target: tuple[int, ...]) -> str:
+        """``changePartitionReassignment`` (KRaft) / ``onPartitionReassignment`` (ZooKeeper
+        eras): the replica list becomes the target followed by the removing replicas; the
+        adding ones start empty, outside the ISR, and the reassignment completes when they
+        are all in it (at once when they already are)."""
+        why = invalid_target(target, sorted(self.store.brokers))
+        if why:
+            self.emit("reassignment", topic=p.topic, partition=p.partition, phase="rejected",
+                      target=list(target), error="INVALID_REPLICA_ASSIGNMENT", detail=why)
+            return "INVALID_REPLICA_ASSIGNMENT"
+        new = start(p.assignment, target, zk=self.rules.zk_controller)
+        self.emit("reassignment", topic=p.topic, partition=p.partition, phase="start",
+                  target=list(target), replicas=list(new.replicas), adding=list(new.adding),
+                  removing=list(new.removing), isr=list(p.isr))
+        self._change(p, p.isr, "reassign", leader_gone=False, assignment=new)
+        return NONE
+
+    def _cancel_reassignment(self, p: PartitionRecord) -> str:
+        """``cancelPartitionReassignment``: back to the original replicas
+        (``PartitionReassignmentRevert``). When the ISR held only adding replicas the
+        first original replica is put back in it alone — refused unless the topic allows
+        unclean elections, and then a step that can lose acknowledged records. The
+        ZooKeeper controller (2.4+) reassigns to the original replicas instead."""
+        if not p.assignment.reassigning:
+            return "NO_REASSIGNMENT_IN_PROGRESS"
+        if not self.rules.reassignment_cancel:
+            return "UNSUPPORTED_VERSION"   # KIP-455 (2.4): no cancellation before
+        if self.rules.zk_controller:
+            return self._reassign(p, p.assignment.original)
+        new, isr, unclean = revert(p.assignment, p.isr)
+        if unclean and not p.unclean:
+            self.emit("reassignment", topic=p.topic, partition=p.partition, phase="rejected",
+                      target=list(new.replicas), error="INVALID_REPLICA_ASSIGNMENT",
+                      detail="reverting would require an unclean leader election")
+            return "INVALID_REPLICA_ASSIGNMENT"
+        self.emit("reassignment", topic=p.topic, partition=p.partition, phase="cancel",
+                  target=list(new.replicas), replicas=list(new.replicas), adding=[],
+                  removing=[], isr=list(isr), unclean=unclean)
+        self._change(p, isr, "reassignment_revert_unclean" if unclean
+                     else "cancel_reassignment", leader_gone=False, assignment=new)
+        return NONE
+
+    def _apply_assignment(self, p: PartitionRecord, new: Assignment, target_isr: tuple[int, ...],
+                          reason: str) -> tuple[tuple[int, ...], bool, bool]:
+        """The assignment half of ``PartitionChangeBuilder.build``: the target assignment,
+        completed when its adding replicas are all in ``target_isr``
+        (``completeReassignmentIfNeeded``). Returns the ISR to set and whether replicas
+        left the list (which bumps the leader epoch: ``triggerLeaderEpochBumpIfNeeded``) and
+        whether the reassignment completed."""
+        old = p.assignment
+        done = maybe_complete(new, target_isr)
+        if done is not None:
+            new, target_isr = done
+        if new == old:
+            return target_isr, False, False
+        p.replicas, p.adding, p.removing = new.replicas, new.adding, new.removing
+        self.emit("replicas_change", topic=p.topic, partition=p.partition,
+                  old=list(old.replicas), new=list(new.replicas), adding=list(new.adding),
+                  removing=list(new.removing),
+                  reason="reassignment_complete" if done is not None else reason)
+        if done is not None:
+            self.emit("reassignment", topic=p.topic, partition=p.partition, phase="complete",
+                      replicas=list(new.replicas), removed=list(old.removing),
+                      added=list(old.adding), isr=list(target_isr))
+        return target_isr, not set(old.replicas) <= set(new.replicas), done is not None
+
     # -- controlled shutdown -------------------------------------------------------------
     def _on_controlled_shutdown(self, m: ControlledShutdownRequest, src: Address) -> None:
         """``handleBrokerInControlledShutdown`` (KRaft) / ``doControlledShutdown`` (ZooKeeper
@@ -403,11 +508,18 @@ class Controller(Machine):
 
     # -- partition changes (PartitionChangeBuilder) --------------------------------------------
     def _change(self, p: PartitionRecord, target_isr: tuple[int, ...], reason: str, *,
-                leader_gone: bool, unclean_shutdown: tuple[int, ...] = ()) -> None:
+                leader_gone: bool, unclean_shutdown: tuple[int, ...] = (),
+                assignment: Assignment | None = None) -> None:
         old_isr, old_elr = p.isr, p.elr
+        old_assignment = p.assignment
+        target_isr, removed, completed = self._apply_assignment(
+            p, assignment if assignment is not None else old_assignment, target_isr, reason)
+        if completed:
+            reason = "reassignment_complete"
+        reassigned = p.assignment != old_assignment
         if self.rules.elr:
             self._populate_elr(p, target_isr, unclean_shutdown)
-        changed = target_isr != p.isr or old_elr != p.elr
+        changed = target_isr != p.isr or old_elr != p.elr or reassigned
         p.isr = target_isr
         if changed:
             p.partition_epoch += 1
@@ -417,10 +529,23 @@ class Controller(Machine):
                 # whose leader stays with the next leader epoch (2.0.0
                 # ReplicaStateMachine.doRemoveReplicasFromIsr -> newLeaderAndIsr)
                 p.leader_epoch += 1
+            elif reassigned and (removed or self.rules.zk_controller) and p.leader in p.isr:
+                # a leader that stays: KRaft bumps its epoch when replicas leave the list
+                # (triggerLeaderEpochBumpIfNeeded); the ZooKeeper controller whenever the
+                # assignment changes (onPartitionReassignment A1 and B3,
+                # updateLeaderEpochAndSendRequest; its further bump per removed replica in
+                # B4 is folded into this one: docs/fidelity.md)
+                p.leader_epoch += 1
             if old_isr != target_isr:
                 self.emit("isr_change", topic=p.topic, partition=p.partition,
                           old=list(old_isr), new=list(target_isr), reason=reason,
                           leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+                if p.assignment.reassigning and not reassigned:
+                    # a step of an ongoing reassignment: where AR, ISR and OSR stand now
+                    self.emit("reassignment", topic=p.topic, partition=p.partition,
+                              phase="progress", replicas=list(p.replicas),
+                              adding=list(p.adding), removing=list(p.removing),
+                              isr=list(target_isr))
         if leader_gone or (p.leader >= 0 and p.leader not in p.isr) or p.leader < 0:
             self._try_elect(p, reason)
         elif changed:

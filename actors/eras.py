@@ -69,6 +69,9 @@ class Rules:
                                     # (ReplicaStateMachine.doRemoveReplicasFromIsr:
                                     # LeaderAndIsr.newLeaderAndIsr, epoch + 1); KRaft at
                                     # metadata version 3.6+ keeps it (KAFKA-15021)
+    reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
+                                    # cancel an ongoing reassignment; before, a started
+                                    # reassignment could only run to its end
 
 
 _BASE = Rules(
@@ -89,14 +92,14 @@ _ERA_RULES: Final = {
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
                    alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True,
                    zk_controller=True),
-    "2.1": replace(_BASE, era="2.1", alter_partition_errors="zk",
+    "2.1": replace(_BASE, era="2.1", reassignment_cancel=False, alter_partition_errors="zk",
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "2.0": replace(_BASE, era="2.0", alter_partition_errors="zk",
+    "2.0": replace(_BASE, era="2.0", reassignment_cancel=False, alter_partition_errors="zk",
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    epoch_cache_kafka7415=False,
                    fence_on_reregistration=False, elr=False,
@@ -105,7 +108,7 @@ _ERA_RULES: Final = {
                    maximal_isr=False, truncation="kip279", epoch_fencing=False,
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.11": replace(_BASE, era="0.11", alter_partition_errors="zk",
+    "0.11": replace(_BASE, era="0.11", reassignment_cancel=False, alter_partition_errors="zk",
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
@@ -114,7 +117,7 @@ _ERA_RULES: Final = {
                     maximal_isr=False, truncation="kip101", epoch_fencing=False,
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.10": replace(_BASE, era="0.10", alter_partition_errors="zk",
+    "0.10": replace(_BASE, era="0.10", reassignment_cancel=False, alter_partition_errors="zk",
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,

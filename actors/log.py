@@ -386,6 +386,10 @@ class BrokerDisk:
                                                 expire_ms=self.expire_ms)
         return log
 
+    def delete_log(self, topic: str, partition: int) -> None:
+        """The replica was removed from this broker: its log directory is deleted."""
+        self.logs.pop((topic, partition), None)
+
     def crash(self, power_loss: bool, now_ms: int = 0) -> None:
         self.clean_shutdown = False
         self.crashes += 1

@@ -89,6 +89,8 @@ class PartitionState:
     elr: tuple[int, ...]
     partition_epoch: int
     recovering: bool         # KIP-704: elected uncleanly
+    adding: tuple[int, ...] = ()     # KIP-455: replicas a reassignment is adding
+    removing: tuple[int, ...] = ()   # and removing
 
 
 @message(5)
@@ -381,6 +383,36 @@ class ControlledShutdown:
 
     max_retries: int
     retry_backoff_ms: int
+
+
+# --- partition reassignment (kafka-reassign-partitions, Admin.alterPartitionReassignments) ---
+@message(44)
+class AlterPartitionReassignments:
+    """AlterPartitionReassignmentsRequest: per partition ``(topic, partition, replicas)``,
+    the target replica list; an empty list cancels the partition's ongoing reassignment
+    (Kafka's null)."""
+
+    parts: tuple[tuple[str, int, tuple[int, ...]], ...]
+    correlation: int
+
+
+@message(45)
+class AlterPartitionReassignmentsResponse:
+    """Per partition ``(topic, partition, error)``: NONE, NO_REASSIGNMENT_IN_PROGRESS,
+    INVALID_REPLICA_ASSIGNMENT or UNKNOWN_TOPIC_OR_PARTITION."""
+
+    results: tuple[tuple[str, int, str], ...]
+    correlation: int
+
+
+@message(46)
+class StopReplica:
+    """The broker to its replica manager: it is no longer a replica of the partition
+    (KRaft: the metadata no longer lists it; ZooKeeper eras: StopReplica with
+    ``deletePartition``): stop the replica and delete its log."""
+
+    topic: str
+    partition: int
 
 
 # --- consumer groups -------------------------------------------------------------------------

@@ -233,8 +233,12 @@ class ParkedFetch:
 
 class Replica(Machine):
     def __init__(self, node: str, broker_id: int, log: PartitionLog, rules: Rules,
-                 cfg: ReplicaConfig, *, clean_start: bool) -> None:
+                 cfg: ReplicaConfig, *, clean_start: bool, hosted: bool = True) -> None:
         super().__init__(node, f"{log.topic}-{log.partition}")
+        #: False while this broker is not a replica of the partition (Kafka's
+        #: ``HostedPartition.None``): it has no log, answers NOT_LEADER_OR_FOLLOWER, and
+        #: becomes one when a reassignment adds the broker (:meth:`create_log`)
+        self.hosted = hosted
         self.broker_id = broker_id
         self.topic = log.topic
         self.partition = log.partition
@@ -310,6 +314,52 @@ class Replica(Machine):
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
+        if self.hosted:
+            self._load()
+        self.timer(self.cfg.hw_checkpoint_interval_ms,
+                   Tick("hw_checkpoint", 0, 0))
+        self.timer(self.cfg.replica_lag_time_max_ms / 2, Tick("isr_expiration", 0, 0))
+        self.timer(self.cfg.retention_check_interval_ms, Tick("retention", 0, 0))
+        if self.cfg.log_flush_interval_ms < 2**62:
+            self.timer(self.cfg.log_flush_interval_ms, Tick("flush", 0, 0))
+
+    def create_log(self, log: PartitionLog) -> None:
+        """The broker became a replica of the partition (a reassignment adds it): an empty
+        log (``ReplicaManager.applyLocalFollowersDelta`` creating the partition), then the
+        PartitionState that named it makes it a follower."""
+        log.epochs.kafka7415 = self.rules.epoch_cache_kafka7415
+        self.log = log
+        self.hosted = True
+        self.role = "none"
+        self.hw = 0
+        self.producers = {}
+        self.emit("replica_created", **self._tp(), leo=log.log_end_offset,
+                  log_start_offset=log.log_start_offset)
+
+    def delete_log(self, detached: PartitionLog) -> None:
+        """The broker is no longer a replica (``stopPartitions`` with delete): the replica
+        stops (its PartitionState already took its role away) and its log is gone;
+        ``detached`` is an empty log that belongs to no disk."""
+        if self.role == "leader":
+            self._resign()
+        elif self.role == "follower" and self.host is not None:
+            self.touch(self.host).unfollow(self)
+        self.emit("replica_deleted", **self._tp(), leo=self.leo, hw=self.hw,
+                  log_start_offset=self.log.log_start_offset)
+        self.hosted = False
+        self.role = "none"
+        self.log = detached
+        self.hw = 0
+        self.isr = self.maximal_isr = ()
+        self.pending_isr = None
+        self.followers = {}
+        self.producers = {}
+        self.fetch_state = "idle"
+        self.fetch_delay_until_us = 0
+        self._fetch_gen += 1
+        self._outstanding = -1
+
+    def _load(self) -> None:
         log = self.log
         hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
         log.load(unclean=not self.clean_start)
@@ -328,12 +378,6 @@ class Replica(Machine):
         for rec in log.records:   # idempotent producer state, rebuilt from the log
             if rec[4] >= 0:
                 self.producers[rec[4]] = (rec[5], rec[0])
-        self.timer(self.cfg.hw_checkpoint_interval_ms,
-                   Tick("hw_checkpoint", 0, 0))
-        self.timer(self.cfg.replica_lag_time_max_ms / 2, Tick("isr_expiration", 0, 0))
-        self.timer(self.cfg.retention_check_interval_ms, Tick("retention", 0, 0))
-        if self.cfg.log_flush_interval_ms < 2**62:
-            self.timer(self.cfg.log_flush_interval_ms, Tick("flush", 0, 0))
 
     def handle(self, msg: Any, src: Address) -> None:
         t = type(msg)
@@ -413,7 +457,7 @@ class Replica(Machine):
 
     # -- PartitionState (LeaderAndIsr) -----------------------------------------------------
     def _on_partition_state(self, ps: PartitionState) -> None:
-        if ps.controller_epoch < self.controller_epoch:
+        if ps.controller_epoch < self.controller_epoch or not self.hosted:
             return
         self.controller_epoch = ps.controller_epoch
         if ps.leader_epoch < self.leader_epoch:
@@ -630,7 +674,11 @@ class Replica(Machine):
         """``Partition.localLogWithEpochOrException`` (2.1+): the request's leader epoch is
         checked first (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then the
         role — a follower behind on metadata answers UNKNOWN_LEADER_EPOCH, not
-        NOT_LEADER_OR_FOLLOWER, so the client waits instead of refreshing metadata."""
+        NOT_LEADER_OR_FOLLOWER, so the client waits instead of refreshing metadata. A
+        broker that is not a replica answers NOT_LEADER_OR_FOLLOWER (``getPartitionOrError``
+        for a partition the metadata has but this broker does not host)."""
+        if not self.hosted:
+            return NOT_LEADER_OR_FOLLOWER
         if self.rules.epoch_fencing and current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 return FENCED_LEADER_EPOCH
@@ -1197,6 +1245,14 @@ class Replica(Machine):
     # -- timers ----------------------------------------------------------------------------
     def _on_tick(self, t: Tick) -> None:
         k = t.kind
+        if not self.hosted and k in ("hw_checkpoint", "flush", "retention"):
+            # not a replica here (yet, or any more): the periodic work has no log to do
+            # but keeps its schedule, for when the broker becomes a replica again
+            delay = {"hw_checkpoint": self.cfg.hw_checkpoint_interval_ms,
+                     "flush": self.cfg.log_flush_interval_ms,
+                     "retention": self.cfg.retention_check_interval_ms}[k]
+            self.timer(delay, Tick(k, 0, 0))
+            return
         if k == "fetch_wait":
             for i, p in enumerate(self.parked):
                 if p.token == t.token:

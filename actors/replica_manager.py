@@ -17,7 +17,12 @@ address, timers and trace identity; the manager adds what spans partitions:
   data available, a partition changes leadership, or ``replica.fetch.wait.max.ms`` passes
   — then it is read again, without touching the fetch states a second time (2.x
   ``DelayedFetch.onComplete``);
-* :class:`~actors.messages.ReplicaEpochs`: OffsetsForLeaderEpoch for many partitions.
+* :class:`~actors.messages.ReplicaEpochs`: OffsetsForLeaderEpoch for many partitions;
+* *becoming and ceasing to be a replica* (``ReplicaManager.applyDelta``): a PartitionState
+  that names this broker for a partition it does not host (a reassignment adding it)
+  creates the replica with an empty log on the broker's disk, then makes it a follower;
+  a :class:`~actors.messages.StopReplica` (the broker left the replica list) stops the
+  replica and deletes its log from the disk.
 
 Consumers still fetch per partition from the partition's own address.
 """
@@ -36,7 +41,7 @@ from actors.fetcher import (
     ReplicaFetcherThread,
     fetcher_id,
 )
-from actors.log import RECORD_OVERHEAD_BYTES
+from actors.log import RECORD_OVERHEAD_BYTES, BrokerDisk, PartitionLog
 from actors.messages import (
     NONE,
     NOT_LEADER_OR_FOLLOWER,
@@ -44,10 +49,12 @@ from actors.messages import (
     FetchResponse,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
+    PartitionState,
     ReplicaEpochs,
     ReplicaEpochsResponse,
     ReplicaFetch,
     ReplicaFetchResponse,
+    StopReplica,
     Tick,
 )
 from actors.replica import Replica
@@ -66,9 +73,11 @@ class DelayedFetch:
 class ReplicaManager(Machine):
     def __init__(self, node: str, broker_id: int, replicas: list[Replica],
                  brokers: tuple[int, ...], cfg: FetcherConfig,
-                 coordinator: GroupCoordinator | None = None) -> None:
+                 coordinator: GroupCoordinator | None = None,
+                 disk: BrokerDisk | None = None) -> None:
         super().__init__(node, REPLICA_MANAGER)
         self.broker_id = broker_id
+        self.disk = disk
         self.cfg = cfg
         self.replicas = {(r.topic, r.partition): r for r in replicas}
         for r in replicas:
@@ -134,6 +143,19 @@ class ReplicaManager(Machine):
                                                        NOT_LEADER_OR_FOLLOWER, -1, -1,
                                                        req.correlation)))
             self.send(src, ReplicaEpochsResponse(NONE, tuple(answers), msg.correlation))
+        elif t is PartitionState:
+            r = self.replicas.get((msg.topic, msg.partition))
+            if r is None or self.disk is None:
+                return
+            if not r.hosted:
+                self.touch(r).create_log(self.disk.log(msg.topic, msg.partition))
+            self.touch(r).handle(msg, src)
+        elif t is StopReplica:
+            r = self.replicas.get((msg.topic, msg.partition))
+            if r is None or self.disk is None or not r.hosted:
+                return
+            self.touch(r).delete_log(PartitionLog(msg.topic, msg.partition))
+            self.disk.delete_log(msg.topic, msg.partition)
         elif t is Tick and msg.kind == "delayed_fetch":
             for d in self.delayed:
                 if d.token == msg.token:

@@ -78,6 +78,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"trace  {out}\ndigest {res.digest}")
         if res.error:
             print(f"error  {res.error}")
+        if any(f["fault"] in ("reassign", "cancel_reassign") for f in sc["faults"]["plan"]
+               ) or "reassign" in sc["faults"]["nemesis"]:
+            from traces.show import reassignment_steps
+            steps = reassignment_steps(out)
+            print("reassignments" + ("" if steps else " none"))
+            for line in steps:
+                print(f"  {line}")
         if verdict:
             found = {k: v for k, v in verdict["anomalies"].items() if v}
             print("anomalies " + (", ".join(f"{k}={v}" for k, v in sorted(found.items()))

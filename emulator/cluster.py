@@ -37,8 +37,13 @@ from actors.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from actors.core import Machine
 from actors.eras import rules_for
 from actors.fetcher import FetcherConfig, ReplicaFetcherThread
-from actors.log import BrokerDisk, NoDisk
-from actors.messages import ControlledShutdown, ElectLeaders, FetcherStall
+from actors.log import BrokerDisk, NoDisk, PartitionLog
+from actors.messages import (
+    AlterPartitionReassignments,
+    ControlledShutdown,
+    ElectLeaders,
+    FetcherStall,
+)
 from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
 from actors.replica_manager import ReplicaManager
@@ -90,14 +95,16 @@ class Cluster:
                                     expire_ms=cl["vm.dirty_expire_centisecs"] * 10)
                       for b in self.broker_ids}
         self.store = ControllerStore()
-        self.assignment: dict[tuple[str, int], tuple[int, ...]] = {}
+        #: the replica lists the cluster was created with (reassignments change the
+        #: controller's, :attr:`assignment`)
+        self.initial_assignment: dict[tuple[str, int], tuple[int, ...]] = {}
         for t in sc["topics"]:
             rf = t["replication.factor"]
             for p in range(t["partitions"]):
                 # Kafka's round-robin replica assignment (no racks), starting at p
                 replicas = tuple(self.broker_ids[(p + i) % len(self.broker_ids)]
                                  for i in range(rf))
-                self.assignment[(t["name"], p)] = replicas
+                self.initial_assignment[(t["name"], p)] = replicas
                 self.store.partitions[(t["name"], p)] = PartitionRecord(
                     t["name"], p, replicas, t["min.insync.replicas"],
                     t["unclean.leader.election.enable"])
@@ -129,9 +136,15 @@ class Cluster:
             "retention.bytes": -1}
         for p in used:
             replicas = tuple(self.broker_ids[(p + i) % len(self.broker_ids)] for i in range(rf))
-            self.assignment[(OFFSETS_TOPIC, p)] = replicas
+            self.initial_assignment[(OFFSETS_TOPIC, p)] = replicas
             self.store.partitions[(OFFSETS_TOPIC, p)] = PartitionRecord(
                 OFFSETS_TOPIC, p, replicas, 1, False)
+
+    @property
+    def assignment(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        """Each partition's replica list now (the controller's: with a reassignment in
+        progress, its target replicas followed by the removing ones)."""
+        return {tp: p.replicas for tp, p in self.store.partitions.items()}
 
     def coordinator_of(self, group: str) -> str:
         """``leader:__consumer_offsets-<p>`` of the group's partition (a fault target)."""
@@ -172,19 +185,26 @@ class Cluster:
         self.sched.add_node(Node("controller", self.store, controller_factory))
 
         for b in self.broker_ids:
-            hosted = tuple(sorted(tp for tp, reps in self.assignment.items() if b in reps))
-
-            def broker_factory(node: Node, b: int = b,
-                               hosted: tuple[tuple[str, int], ...] = hosted) -> list[Machine]:
+            def broker_factory(node: Node, b: int = b) -> list[Machine]:
+                # A broker hosts the partitions whose logs are on its disk: at first start
+                # those of the initial assignment; later, what reassignments created and
+                # did not delete. Every other partition has an idle replica machine, which
+                # a reassignment adding this broker turns into a replica.
                 disk = self.disks[b]
+                if node.incarnation == 1:
+                    for tp, reps in sorted(self.initial_assignment.items()):
+                        if b in reps:
+                            disk.log(*tp)
+                hosted = sorted(disk.logs)
                 clean = disk.clean_shutdown
                 machines: list[Machine] = [Broker(
                     node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
                     heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"])]
-                replicas = [Replica(node.name, b, disk.log(topic, p), rules,
-                                    self._replica_cfg(self.topic_cfg[topic]),
-                                    clean_start=clean or node.incarnation == 1)
-                            for topic, p in hosted]
+                replicas = [Replica(node.name, b, disk.logs.get(tp) or PartitionLog(*tp), rules,
+                                    self._replica_cfg(self.topic_cfg[tp[0]]),
+                                    clean_start=clean or node.incarnation == 1,
+                                    hosted=tp in disk.logs)
+                            for tp in sorted(self.store.partitions)]
                 coordinator = GroupCoordinator(
                     node.name, b, node.incarnation,
                     num_partitions=cl["offsets.topic.num.partitions"],
@@ -193,7 +213,8 @@ class Cluster:
                     num_replica_fetchers=cl["num.replica.fetchers"],
                     replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
                     replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
-                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]), coordinator)
+                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]), coordinator,
+                    disk)
                 machines += manager.machines()
                 disk.clean_shutdown = False   # running: an unclean stop from here on
                 return machines
@@ -373,6 +394,17 @@ class Cluster:
         parts = tuple(sorted((t, int(p)) for t, _, p in (x.rpartition("-") for x in partitions)))
         self.sched.inject(("controller", "controller"), ElectLeaders("preferred", parts, 0))
 
+    def reassign(self, partitions: list[str], replicas: list[int]) -> None:
+        """``kafka-reassign-partitions``: move ``partitions`` (names) to ``replicas`` (broker
+        ids; none: ``--cancel``), one AlterPartitionReassignments to the controller."""
+        n = self.sched.nodes.get("controller")
+        if n is None or n.state == "down":
+            return
+        target = tuple(replicas)
+        parts = tuple(sorted((t, int(p), target)
+                             for t, _, p in (x.rpartition("-") for x in partitions)))
+        self.sched.inject(("controller", "controller"), AlterPartitionReassignments(parts, 0))
+
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None:
         self.sched.emit("sim", "nemesis", "fault", fault=fault, phase=phase, target=target,
                         **extra)
@@ -426,12 +458,14 @@ class Cluster:
         self.sched.at(self.sched.now + US, self._check_convergence)
 
     def _replicas(self) -> list[tuple[tuple[str, int], int, Replica | None]]:
+        """Every (partition, broker) of the current replica lists, with the broker's
+        replica when it is up and hosts the partition."""
         out = []
         for tp, reps in sorted(self.assignment.items()):
             for b in reps:
                 node = self.sched.nodes[f"broker-{b}"]
                 m = node.machines.get(f"{tp[0]}-{tp[1]}")
-                out.append((tp, b, m if isinstance(m, Replica) else None))
+                out.append((tp, b, m if isinstance(m, Replica) and m.hosted else None))
         return out
 
     def convergence(self) -> dict[tuple[str, int], str]:
@@ -494,7 +528,8 @@ class Cluster:
                             converged=not why, detail=why)
         for (topic, p), b, m in self._replicas():
             disk = self.disks[b]
-            log = disk.log(topic, p)
+            # a replica a reassignment added while its broker was down has no log yet
+            log = disk.logs.get((topic, p)) or PartitionLog(topic, p)
             hw = m.hw if m is not None else log.hw_checkpoint
             epoch = m.leader_epoch if m is not None else log.epochs.latest_epoch()
             recs = [[r[0], r[1], r[2]] for r in log.records]

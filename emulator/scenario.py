@@ -210,6 +210,7 @@ FAULT: dict[str, Key] = {
     "rate": Key(NUM, 0.0, _rate),
     "source": Key((str, list), ""),
     "fetcher_id": Key(INT, -1, None),
+    "replicas": Key((list,), []),
 }
 
 EXPECT: dict[str, Key] = {
@@ -487,6 +488,9 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
                     raise src.error(f"{where}.target", f"{t!r}: no partition of that name "
                                     f"(a preferred_election names partitions, or \"all\")")
         return
+    if fe["fault"] in ("reassign", "cancel_reassign"):
+        _check_reassign(src, where, fe, sc, targets)
+        return
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")
     nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)),
@@ -507,6 +511,39 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
         if not -1 <= fe["fetcher_id"] < n:
             raise src.error(f"{where}.fetcher_id", f"{fe['fetcher_id']} is not a fetcher id "
                             f"(0..{n - 1} with num.replica.fetchers = {n}, or -1 for all)")
+
+
+def _check_reassign(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, Any],
+                    targets: list[Any]) -> None:
+    """A reassign / cancel_reassign step names partitions of the scenario's topics; a
+    reassignment's ``replicas`` are distinct broker ids of the cluster; cancelling needs
+    KIP-455 (Kafka 2.4+)."""
+    names = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+    if not targets:
+        raise src.error(f"{where}.target", f"a {fe['fault']!r} step names the partitions it "
+                        f"moves (\"orders-0\" or a list)")
+    for t in targets:
+        if t not in names:
+            raise src.error(f"{where}.target", f"{t!r}: no partition of that name")
+    cancels = fe["fault"] == "cancel_reassign" or fe["duration_s"] > 0
+    if cancels and not rules_for(sc["protocol"], ()).reassignment_cancel:
+        raise src.error(f"{where}.{'fault' if fe['fault'] == 'cancel_reassign' else 'duration_s'}",
+                        f"protocol {sc['protocol']} cannot cancel a reassignment "
+                        f"(AlterPartitionReassignments, KIP-455, is Kafka 2.4+)")
+    if fe["fault"] == "cancel_reassign":
+        if fe["replicas"]:
+            raise src.error(f"{where}.replicas", "a cancel_reassign takes no replicas")
+        return
+    brokers = sc["cluster"]["brokers"]
+    reps = fe["replicas"]
+    if not reps:
+        raise src.error(f"{where}.replicas", "a reassign needs the target replicas, e.g. "
+                        "replicas = [4, 5, 6]")
+    for b in reps:
+        if type(b) is not int or not 1 <= b <= brokers:
+            raise src.error(f"{where}.replicas", f"{b!r} is not a broker id (1..{brokers})")
+    if len(set(reps)) != len(reps):
+        raise src.error(f"{where}.replicas", f"duplicate broker ids in {reps}")
 
 
 def _check_names(src: _Source, field: str, names: list[Any], nodes: set[str],

@@ -27,7 +27,10 @@ other partition kinds cut a broker from clients too); ``stall_fetcher`` stops on
 fetcher thread of a random broker (for a random leader broker and fetcher id);
 ``preferred_election`` runs ``kafka-leader-election --election-type preferred`` on every
 partition (an operation: leadership moves back to the first assigned replicas that can
-take it).
+take it); ``reassign`` moves a random partition of a data topic to a random set of brokers
+of its replication factor (``kafka-reassign-partitions``; an operation that adds replicas
+before it removes any, so not counted by the budget), cancelled after the fault duration
+one time in three where the era can cancel (KIP-455).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -38,6 +41,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from actors.eras import rules_for
 from emulator.scenario import client_nodes
 
 RECOVERY_GAP_S = 10.0
@@ -191,6 +195,15 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
                      "source": rng.choice(others),
                      "fetcher_id": rng.randrange(sc["cluster"]["num.replica.fetchers"]),
                      "duration_s": dur}
+        elif kind == "reassign":
+            t0 = rng.choice(topics)
+            ids = list(range(1, len(brokers) + 1))
+            target = rng.sample(ids, min(len(ids), t0["replication.factor"]))
+            entry = {"at_s": at, "fault": "reassign",
+                     "target": f"{t0['name']}-{rng.randrange(t0['partitions'])}",
+                     "replicas": target}
+            if rng.random() < 1 / 3 and rules_for(sc["protocol"], ()).reassignment_cancel:
+                entry["duration_s"] = dur
         else:
             continue
         plan.append(entry)

@@ -18,6 +18,8 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
     source / fetcher_id   for "stall_fetcher": the leader broker(s) whose fetcher threads
                           stall (a node, a list, or "leader:<topic>-<p>"; every leader when
                           not given) and the thread's fetcher id (-1, the default: all)
+    replicas = [4, 5, 6]  for "reassign": the target replica list (broker ids, the first
+                          one the preferred leader)
 
 Kinds (after Jepsen's nemeses):
 
@@ -40,6 +42,11 @@ Kinds (after Jepsen's nemeses):
 * ``preferred_election`` (an operation, not a fault): ``kafka-leader-election
   --election-type preferred`` for the partitions named in ``target`` (``"orders-0"``, a list,
   or ``"all"``): each one's first assigned replica takes over if it is in the ISR;
+* ``reassign`` (an operation): ``kafka-reassign-partitions --execute`` moving the partitions
+  named in ``target`` to the broker ids in ``replicas`` (KIP-455: the new replicas join
+  through the OSR; the old ones leave once every new one is in the ISR); with
+  ``duration_s`` > 0 the reassignment is cancelled then if it has not completed;
+  ``cancel_reassign``: ``kafka-reassign-partitions --cancel`` for the named partitions;
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
@@ -54,13 +61,15 @@ from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
-               "preferred_election", "controlled_shutdown")
+               "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign")
+#: plan steps whose target names partitions ("orders-0"), not nodes
+PARTITION_STEPS = ("preferred_election", "reassign", "cancel_reassign")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
-           "controlled_shutdown")
+           "controlled_shutdown", "reassign")
 
 
 class World(Protocol):
@@ -68,7 +77,8 @@ class World(Protocol):
 
     node_names: list[str]
 
-    assignment: dict[tuple[str, int], tuple[int, ...]]
+    @property
+    def assignment(self) -> dict[tuple[str, int], tuple[int, ...]]: ...
 
     def resolve_target(self, target: Any) -> list[str]: ...
     def coordinator_of(self, group: str) -> str: ...
@@ -85,6 +95,7 @@ class World(Protocol):
     def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
                       duration_s: float) -> None: ...
     def elect_preferred(self, partitions: list[str]) -> None: ...
+    def reassign(self, partitions: list[str], replicas: list[int]) -> None: ...
     def controlled_shutdown(self, node: str, down_s: float) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
@@ -142,6 +153,20 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         names = [] if "all" in names or names == [""] else names
         world.trace_fault(kind, "start", names or ["all"])
         world.elect_preferred(names)
+        return
+    if kind in ("reassign", "cancel_reassign"):
+        target = f.get("target", "")
+        names = [str(t) for t in (target if isinstance(target, list) else [target])]
+        replicas = [int(b) for b in f.get("replicas", [])] if kind == "reassign" else []
+        dur = float(f.get("duration_s", 0.0))
+        extra: dict[str, Any] = {"replicas": replicas} if kind == "reassign" else {}
+        world.trace_fault(kind, "start", names, duration_s=dur, **extra)
+        world.reassign(names, replicas)
+        if kind == "reassign" and dur > 0:
+            def cancel() -> None:   # --cancel, if it is still running then
+                world.trace_fault(kind, "stop", names)
+                world.reassign(names, [])
+            world.after(dur, cancel)
         return
     nodes = resolve(world, f.get("target", ""))
     dur = float(f.get("duration_s", 0.0))

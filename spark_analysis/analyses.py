@@ -35,6 +35,9 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
 * ``lost_committed_offset`` — ``lost_committed_offsets``: each ``offset_fetch`` against the
   latest ``offset_commit_ack`` before it was asked for (its commit found by ``commit_id``)
   and the commits sent after that one, from ``side`` (a few rows per commit interval);
+* ``outside_assignment`` — ``outside_assignment``: per K by seq, the replica list in force
+  (the creation ISR, then each ``replicas_change``) against each ISR and leader, from
+  ``side``; a ``replica_deleted`` splits that replica's HW history (``order_findings``);
 * ISR — ``isr_states`` (committed ISR after each ``isr_change``/``leader_elected``),
   ``isr_transitions`` (shrinks/expands by ``array_except``) and ``isr_intervals`` (time per
   state), from ``side``.
@@ -356,6 +359,19 @@ def order_findings(data: Loaded) -> DataFrame:
                   F.col("old_n").alias("old"), F.col("new_n").alias("new"),
                   F.when(F.col("role") == "leader", F.col("new_n")).alias("lhw"),
                   F.lit(True).alias("is_hw")))
+    # a replica deleted from its broker (a reassignment removed it) starts a new HW history
+    # if it is created there again: its hw rows are split by how many deletions precede
+    # them (``gen``, as consumer chains are below; few rows: broadcast)
+    dels = F.broadcast(
+        _valid_k(_ev(data.side, "replica_deleted")).where(F.col("replica").isNotNull())
+        .groupBy(*K, "replica").agg(F.collect_list("seq").alias("_dels"))
+        .select(*[F.col(c).alias(f"_d{c}") for c in (*K, "replica")], "_dels"))
+    hw = hw.join(dels, (hw["trace"] == dels["_dtrace"]) & (hw["topic"] == dels["_dtopic"])
+                 & (hw["partition"] == dels["_dpartition"])
+                 & (hw["replica"] == dels["_dreplica"]), "left")
+    hw = hw.select(*K, "seq", "ts_us", "replica", "reason", "role", "old", "new", "lhw",
+                   "is_hw", F.when(F.col("_dels").isNull(), F.lit(0)).otherwise(
+                       F.size(F.filter("_dels", lambda d: d < F.col("seq")))).alias("gen"))
     # the ends of chains: a consumer's assignments, and its process stopping (a consumer's
     # node is "consumer-" + its name: traces.checker.CONSUMER_NODE_PREFIX)
     crashes = (_ev(data.side, "node_crash")
@@ -498,6 +514,29 @@ def lost_committed_offsets(side: DataFrame) -> DataFrame:
         (F.col("got") != F.col("l.c_off")) & ~F.array_contains("later", F.col("got"))
     ).select(*g, "consumer", F.col("f_seq").alias("seq"), F.col("got").alias("fetched"),
              F.col("l.c_off").alias("acknowledged"))
+
+
+def outside_assignment(side: DataFrame) -> DataFrame:
+    """``isr_change`` / ``leader_elected`` rows whose ISR or leader is not in the replica
+    list (AR) in force: the ISR a partition was created with (``isr_change`` reason
+    ``create``), then each ``replicas_change``'s ``new`` (``traces.checker``'s rule)."""
+    base = _valid_k(_ev(side, "isr_change", "leader_elected", "replicas_change"))
+    is_change, is_elect = F.col("event") == "isr_change", F.col("event") == "leader_elected"
+    new_list = F.from_json("new", "array<int>")
+    ar_def = (F.when(F.col("event") == "replicas_change", new_list)
+              .when(is_change & (F.col("reason") == "create"), new_list))
+    rows = base.select(*K, "seq", "ts_us", "event", "leader", ar_def.alias("ar_def"),
+                       F.when(is_change, new_list).when(is_elect, F.col("isr"))
+                       .alias("checked"))
+    w = (Window.partitionBy(*K).orderBy("seq")
+         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    df = rows.select("*", F.last("ar_def", ignorenulls=True).over(w).alias("ar"))
+    bad_isr = F.size(F.array_except(F.coalesce("checked", F.array().cast("array<int>")),
+                                    "ar")) > 0
+    bad_leader = is_elect & (F.col("leader") >= 0) & ~F.array_contains("ar", F.col("leader"))
+    return df.where(F.col("ar").isNotNull() & (F.col("event") != "replicas_change")
+                    & F.coalesce(bad_isr | bad_leader, F.lit(False))
+                    ).select(*K, "seq", "ts_us", "ar", "checked", "leader")
 
 
 def isr_states(side: DataFrame) -> DataFrame:
@@ -644,6 +683,7 @@ class Analysis:
             .agg(F.sum("duration_us").alias("n"))
             .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
             count(lost_committed_offsets(side), "lost_committed_offset"),
+            count(outside_assignment(side), "outside_assignment"),
         ]
 
     def table(self) -> DataFrame:

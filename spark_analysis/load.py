@@ -741,7 +741,7 @@ def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = 
     if cache_dir is None:
         return None
     h = hashlib.sha256()
-    h.update(b"schema-v4\n")  # the cached columns: bump when TRACE_SCHEMA changes
+    h.update(b"schema-v5\n")  # the cached columns and side lines: bump when they change
     h.update(b"careful\n" if careful else b"")
     for f in files:
         p = Path(f)

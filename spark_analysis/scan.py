@@ -45,7 +45,8 @@ HOT_EVENTS: Final = ("hw_update", "consume", "produce_ack", "produce_send")
 #: The few lines the small analyses read, parsed in full into ``load.Loaded.side``.
 SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partition_offline",
                       "isr_change", "convergence", "assignment", "node_crash",
-                      "final_log", "offset_commit", "offset_commit_ack", "offset_fetch")
+                      "final_log", "offset_commit", "offset_commit_ack", "offset_fetch",
+                      "replicas_change", "replica_deleted")
 _HOT: Final = frozenset(e.encode() for e in HOT_EVENTS)
 _SIDE: Final = frozenset(e.encode() for e in SIDE_EVENTS)
 #: The writer's types of the hot fields (pyarrow rejects a line of another JSON type).

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from spark.tracebuild import Trace, all_crashed, healthy, lossy, scenario
+from spark.tracebuild import Trace, all_crashed, healthy, lossy, reassigned, scenario
 
 from traces.checker import ANOMALIES, check_events, check_file, main
 from traces.integrity import seal
@@ -429,3 +429,12 @@ def test_a_run_that_did_not_finish_is_incomplete_never_met(
     assert json.loads(capsys.readouterr().out)["incomplete"] is True
     complete = healthy().write(tmp_path / "ok.jsonl")
     assert not check_file(complete).incomplete and main([str(complete)]) == 0
+
+
+def test_a_leader_or_isr_member_outside_the_replica_list_is_outside_assignment() -> None:
+    """The replica list starts as the ISR a partition is created with and follows every
+    ``replicas_change``; an elected leader or a committed ISR member outside it counts once
+    per event. A replica deleted and created again starts its HW over: no regression."""
+    c = check_events(reassigned().events).anomalies
+    assert c["outside_assignment"] == 2
+    assert c["hw_regression_replica"] == 0

@@ -55,6 +55,7 @@ DEFAULT_FORBID: Final = (
     "read_uncommitted",
     "no_convergence",
     "lost_committed_offset",
+    "outside_assignment",
 )
 #: Stand-in for a missing record value (a gap in a replica's log, or a JSON null).
 MISSING: Final = "\x00"
@@ -232,6 +233,9 @@ class _Partition:
     #: running max of ``hw_update.new`` with role "leader": the largest HW ever exposed.
     max_leader_hw: int = 0
     isr: frozenset[int] | None = None
+    #: the replica list (AR): from the ISR the partition was created with, then every
+    #: ``replicas_change``; None while unknown (a trace without the creation)
+    ar: frozenset[int] | None = None
     isr_since_us: int = 0
     under_min_isr_us: int = 0
     converged: bool | None = None
@@ -294,6 +298,8 @@ class Checker:
             "offset_commit_ack": self._on_offset_commit_ack,
             "offset_fetch": self._on_offset_fetch,
             "node_crash": self._on_node_crash,
+            "replicas_change": self._on_replicas_change,
+            "replica_deleted": self._on_replica_deleted,
             "final_log": self._on_final_log,
             "convergence": self._on_convergence,
         }
@@ -402,7 +408,10 @@ class Checker:
     def _on_isr_change(self, ev: Event, seq: int, ts: int) -> None:
         key, new = _pkey(ev), _isr(ev.get("new"))
         if key is not None and new is not None:
+            if ev.get("reason") == "create":
+                self._part(key).ar = new   # a new partition's ISR is all its replicas
             self._set_isr(key, seq, ts, new, _isr(ev.get("old")))
+            self._check_assignment(key, seq, ts, new, None)
 
     def _on_leader_elected(self, ev: Event, seq: int, ts: int) -> None:
         key = _pkey(ev)
@@ -415,6 +424,34 @@ class Checker:
         isr = _isr(ev.get("isr"))
         if isr is not None:
             self._set_isr(key, seq, ts, isr, None)
+        self._check_assignment(key, seq, ts, isr, leader)
+
+    def _on_replicas_change(self, ev: Event, seq: int, ts: int) -> None:
+        key, new = _pkey(ev), _isr(ev.get("new"))
+        if key is not None and new is not None:
+            self._part(key).ar = new
+
+    def _check_assignment(self, key: PartitionKey, seq: int, ts: int,
+                          isr: frozenset[int] | None, leader: int | None) -> None:
+        """``outside_assignment``: a committed ISR member or an elected leader that is not in
+        the partition's replica list (AR) — e.g. a replica a reassignment removed."""
+        ar = self._part(key).ar
+        if ar is None:
+            return
+        outside = sorted((isr or frozenset()) - ar)
+        if leader is not None and leader >= 0 and leader not in ar:
+            outside = sorted({*outside, leader})
+        if outside:
+            self._note("outside_assignment", key, seq,
+                       {"ts_us": ts, "replicas": sorted(ar), "outside": outside,
+                        "isr": sorted(isr) if isr is not None else None, "leader": leader})
+
+    def _on_replica_deleted(self, ev: Event, seq: int, ts: int) -> None:
+        """A replica removed from its broker is gone with its HW: one created there later
+        starts again from 0, which is no HW regression."""
+        key, replica = _pkey(ev), _int(ev.get("replica"))
+        if key is not None and replica is not None:
+            self._last_hw.pop((key[0], key[1], replica), None)
 
     def _on_partition_offline(self, ev: Event, seq: int, ts: int) -> None:
         key = _pkey(ev)

@@ -96,6 +96,13 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # the controller's preferred elections ("<topic>-<p>:<error>" per partition)
     "elect_leaders": ("election_type", "trigger", "results"),
     "controlled_shutdown": ("broker", "broker_epoch"),
+    # partition reassignment (KIP-455): each step with AR (``replicas``) and ISR; AR changes
+    "reassignment": ("topic", "partition", "phase"),
+    "replicas_change": ("topic", "partition", "old", "new", "adding", "removing", "reason"),
+    "alter_reassignments": ("results",),
+    # a broker becoming / ceasing to be a replica of a partition
+    "replica_created": ("topic", "partition", "replica", "leo"),
+    "replica_deleted": ("topic", "partition", "replica", "leo", "hw"),
     "coordinator_loaded": ("partition", "leader_epoch", "groups", "offsets", "log_end_offset"),
     "coordinator_unload": ("partition", "reason"),
     "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
@@ -140,4 +147,5 @@ ANOMALIES: Final = (
     "isr_churn",
     "under_min_isr",
     "lost_committed_offset",
+    "outside_assignment",
 )

@@ -38,7 +38,7 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from traces.reader import Event, TraceError, iter_events
+from traces.reader import Event, TraceError, iter_events, open_bytes
 
 __all__ = ["Filter", "format_event", "main", "parse_filter"]
 
@@ -90,6 +90,41 @@ def _val(v: Any) -> str:
             return f"{{…{len(v)} keys}}"
         return text[: _VALUE_WIDTH - 1] + "…"
     return text
+
+
+def replica_sets(ev: Event) -> str:
+    """AR, ISR and OSR (= AR - ISR, seed 001) of a ``reassignment`` step, with the replicas
+    it is adding and removing: ``AR [4,5,6,1,2,3] ISR [1,2,3] OSR [4,5,6] +[4,5,6]
+    -[1,2,3]``."""
+    ar, isr = ev.get("replicas"), ev.get("isr")
+    if not isinstance(ar, list) or not isinstance(isr, list):
+        return ""
+    osr = [r for r in ar if r not in isr]
+    text = f"AR {_isr(ar)} ISR {_isr(isr)} OSR {_isr(osr)}"
+    for sign, key in (("+", "adding"), ("-", "removing")):
+        v = ev.get(key)
+        if isinstance(v, list) and v:
+            text += f" {sign}{_isr(v)}"
+    return text
+
+
+def reassignment_steps(path: str) -> list[str]:
+    """The ``reassignment`` steps of a trace, one line each (``isrlab run`` prints them):
+    ``  5.000 s  orders-0 start     AR [4,5,6,1,2,3] ISR [1,2,3] OSR [4,5,6] ...``."""
+    out = []
+    with open_bytes(path) as f:
+        for raw in f:
+            if b'"event":"reassignment"' not in raw:
+                continue
+            try:
+                ev = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            ts = ev.get("ts_us")
+            when = f"{ts / 1e6:9.3f} s" if isinstance(ts, int) else "        ? s"
+            text = replica_sets(ev) or f"error={ev.get('error')} {ev.get('detail', '')}"
+            out.append(f"{when}  {_tp(ev)} {ev.get('phase')!s:<9} {text}".rstrip())
+    return out
 
 
 def _names(v: Any) -> str:
@@ -147,6 +182,11 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
                      ("topic", "partition", "group", "old", "new", "policy", "consumer")),
     "fault": (lambda e: f"{e.get('fault')} {e.get('phase')} {_names(e.get('target'))}",
               ("fault", "phase", "target")),
+    "reassignment": (lambda e: f"{_tp(e)} {e.get('phase')} {replica_sets(e)}",
+                     ("topic", "partition", "phase", "replicas", "isr", "adding", "removing")),
+    "replicas_change": (lambda e: f"{_tp(e)} AR {_isr(e.get('old'))}→{_isr(e.get('new'))} "
+                                  f"({e.get('reason')})",
+                        ("topic", "partition", "old", "new", "reason")),
     "node_crash": (lambda e: f"{e.get('kind')}", ("kind",)),
     "msg_drop": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} {e.get('msg')} "
                            f"({e.get('reason')})",

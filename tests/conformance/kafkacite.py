@@ -39,6 +39,12 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
     "PartitionChangeBuilderTest":
         "metadata/src/test/java/org/apache/kafka/controller/PartitionChangeBuilderTest.java",
+    "PartitionReassignmentReplicasTest":
+        "metadata/src/test/java/org/apache/kafka/controller/"
+        "PartitionReassignmentReplicasTest.java",
+    "PartitionReassignmentRevertTest":
+        "metadata/src/test/java/org/apache/kafka/controller/"
+        "PartitionReassignmentRevertTest.java",
     "EpochDrivenReplicationProtocolAcceptanceTest":
         "core/src/test/scala/unit/kafka/server/epoch/"
         "EpochDrivenReplicationProtocolAcceptanceTest.scala",

@@ -209,6 +209,36 @@ def all_crashed(lost_tail: bool = False) -> Trace:
     return t
 
 
+def reassigned() -> Trace:
+    """A reassignment [0,1,2] -> [3,4,5] and back to 0 (issue 19): replica 0 is deleted and
+    created again, its HW starting over from 0 (no regression); then a leader outside the
+    replica list (0, removed) and an ISR with a removed member: two ``outside_assignment``."""
+    t = Trace()
+    t.emit("isr_change", node="controller", actor="controller", topic=TOPIC, partition=0,
+           old=[], new=[0, 1, 2], reason="create", leader_epoch=0, partition_epoch=0)
+    t.elect(0, [0, 1, 2], epoch=0, election="preferred")
+    t.at(1).send("p0-0").hw(0, 0, 5).ack("p0-0", 0).hw(1, 0, 5, role="follower",
+                                                        reason="fetch_response")
+    rc = {"node": "controller", "actor": "controller", "topic": TOPIC, "partition": 0}
+    t.at(2).emit("replicas_change", **rc, old=[0, 1, 2], new=[3, 4, 5, 0, 1, 2],
+                 adding=[3, 4, 5], removing=[0, 1, 2], reason="reassign")
+    t.at(3).isr([0, 1, 2], [0, 1, 2, 3, 4, 5])
+    t.emit("replicas_change", **rc, old=[3, 4, 5, 0, 1, 2], new=[3, 4, 5], adding=[],
+           removing=[], reason="reassignment_complete")
+    t.isr([0, 1, 2, 3, 4, 5], [3, 4, 5]).elect(3, [3, 4, 5], epoch=1)
+    t.at(4).emit("replica_deleted", node="broker-1", actor="t-0", topic=TOPIC, partition=0,
+                 replica=1, leo=1, hw=5)
+    t.at(5).emit("replicas_change", **rc, old=[3, 4, 5], new=[1, 3, 4, 5], adding=[1],
+                 removing=[], reason="reassign")
+    t.at(6).hw(1, 0, 1, role="follower", reason="fetch_response")   # created again: no regression
+    t.at(7).elect(0, [3, 4, 5], epoch=2)       # 0 is no replica any more: outside
+    t.at(8).isr([3, 4, 5], [2, 3, 4, 5])       # nor is 2
+    t.at(30).converged(True)
+    for r in (3, 4, 5):
+        t.final_log(r, [(0, "p0-0")], hw=1)
+    return t
+
+
 def catalogue() -> dict[str, Trace]:
     """Small traces that, together, make every anomaly of ``ANOMALIES`` non-zero."""
     out: dict[str, Trace] = {"healthy": healthy()}
@@ -298,6 +328,7 @@ def catalogue() -> dict[str, Trace]:
     t.at(48).emit("offset_fetch", **c, offset=3, requested_us=45_000_000)      # same us: ok
     out["committed_offsets"] = t
 
+    out["reassigned"] = reassigned()
     out["all_crashed"] = all_crashed()  # offline, nothing lost: the logs are on disk
     out["all_crashed_lost_tail"] = all_crashed(lost_tail=True)
     return out

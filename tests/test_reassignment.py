@@ -1,0 +1,233 @@
+"""Partition reassignment in whole runs (issue 19, item 1): new replicas enter through the
+OSR, join the ISR under the normal rules, the old ones leave list and ISR once every new one
+is in, and a broker that is no longer a replica deletes its log — even one that was down when
+it was removed. The controller's rules alone are
+``tests/conformance/test_partition_reassignment.py``."""
+
+from __future__ import annotations
+
+import io
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from actors.messages import NONE, AlterPartitionReassignments, AlterPartitionReassignmentsResponse
+from actors.reassignment import Assignment, start
+from emulator.cluster import run
+from emulator.scenario import ScenarioError, load
+from traces.checker import check_events
+from traces.writer import TraceWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+
+from test_replication_control import Ctx  # noqa: E402
+
+Event = dict[str, Any]
+
+
+def _reassign(ctx: Ctx, *parts: tuple[int, tuple[int, ...]]) -> dict[int, str]:
+    """AlterPartitionReassignments from an admin client: per partition, its error."""
+    ctx.c.handle(AlterPartitionReassignments(tuple(("foo", i, r) for i, r in parts), 7),
+                 ("admin", "admin"))
+    (resp,) = [e.msg for e in ctx.c.drain() if isinstance(getattr(e, "msg", None),
+                                                          AlterPartitionReassignmentsResponse)]
+    return {p: err for _, p, err in resp.results}
+
+
+@cache
+def _events(name: str, *overrides: str, seed: int | None = None) -> tuple[Event, ...]:
+    sc = load(name, list(overrides))
+    buf = io.BytesIO()
+    res = run(sc, sc["seed"] if seed is None else seed, None,
+              writer=TraceWriter(None, buffer=buf))
+    assert res.status == "ok", res.error
+    return tuple(orjson.loads(x) for x in buf.getvalue().splitlines())
+
+
+def _of(evs: tuple[Event, ...], event: str, **match: Any) -> list[Event]:
+    return [e for e in evs if e["event"] == event and all(e.get(k) == v for k, v in match.items())]
+
+
+def test_new_replicas_go_from_the_osr_into_the_isr_before_the_old_ones_leave() -> None:
+    """orders-0 [1,2,3] -> [4,5,6] under acks=all load: each new replica is created empty
+    after the move starts, enters the ISR only after that (never before it fetched), the
+    move completes only when all three are in, the old replicas then delete their logs and
+    none of them leads again; nothing acknowledged is lost."""
+    evs = _events("reassign-under-load")
+    start = _of(evs, "reassignment", topic="orders", partition=0, phase="start")[0]
+    done = _of(evs, "reassignment", topic="orders", partition=0, phase="complete")[0]
+    assert start["replicas"] == [4, 5, 6, 1, 2, 3] and start["isr"] == [1, 2, 3]
+    assert done["replicas"] == [4, 5, 6] and done["isr"] == [4, 5, 6]
+    created = {e["replica"]: e for e in _of(evs, "replica_created", topic="orders", partition=0)}
+    assert sorted(created) == [4, 5, 6]
+    assert all(e["seq"] > start["seq"] and e["leo"] == 0 for e in created.values())
+    joined: dict[int, Event] = {}
+    for e in _of(evs, "isr_change", topic="orders", partition=0):
+        for b in set(e["new"]) - set(e["old"]):
+            joined.setdefault(b, e)
+    for b in (4, 5, 6):   # the last one joins in the same change that completes the move
+        assert created[b]["seq"] < joined[b]["seq"], b
+        assert joined[b]["ts_us"] <= done["ts_us"], b
+    # OSR -> ISR: before completing, at least one step shows a new replica still outside
+    steps = _of(evs, "reassignment", topic="orders", partition=0, phase="progress")
+    assert any(set(s["replicas"]) - set(s["isr"]) & {4, 5, 6} for s in steps)
+    deleted = _of(evs, "replica_deleted", topic="orders", partition=0)
+    assert sorted(e["replica"] for e in deleted) == [1, 2, 3]
+    assert all(e["seq"] > done["seq"] for e in deleted)
+    leaders = [e["leader"] for e in _of(evs, "leader_elected", topic="orders", partition=0)
+               if e["seq"] > done["seq"]]
+    assert leaders and not set(leaders) & {1, 2, 3}
+    finals = {e["replica"] for e in _of(evs, "final_log", topic="orders", partition=0)}
+    assert finals == {4, 5, 6}
+    result = check_events(evs)
+    assert result.expect_met
+    assert result.anomalies["lost_acked_write"] == result.anomalies["outside_assignment"] == 0
+
+
+def test_a_replica_removed_while_its_broker_was_down_is_deleted_when_it_returns() -> None:
+    """orders-1 [2,3,4] -> [5,3,4] while broker 2 is down: the move completes without it
+    (removing replicas need not catch up); when broker 2 restarts it still has the log,
+    learns from the metadata that it is no longer a replica, and deletes it."""
+    evs = _events("reassign-under-load")
+    done = _of(evs, "reassignment", topic="orders", partition=1, phase="complete")[0]
+    restart = next(e for e in evs if e["event"] == "node_restart" and e["node"] == "broker-2")
+    assert done["seq"] < restart["seq"]
+    (deleted,) = _of(evs, "replica_deleted", topic="orders", partition=1)
+    assert deleted["replica"] == 2 and deleted["seq"] > restart["seq"] and deleted["leo"] > 0
+
+
+def test_a_cancel_needing_an_unclean_step_loses_writes_only_when_the_topic_allows_it() -> None:
+    """reassign-cancel-unclean: the ISR holds only the adding replica 3 when the move is
+    cancelled. With unclean elections allowed the revert puts broker 1 back as the ISR alone
+    and 3 out of the replica list; the first original replica to return leads without what
+    3 acknowledged (broker 2 here, in an unclean election); with them off the cancel is
+    refused (INVALID_REPLICA_ASSIGNMENT), the move completes once broker 4 catches up, and
+    nothing is lost."""
+    bug = _events("reassign-cancel-unclean")
+    (cancel,) = _of(bug, "reassignment", phase="cancel")
+    assert cancel["replicas"] == [1, 2] and cancel["isr"] == [1] and cancel["unclean"] is True
+    after = [e for e in _of(bug, "leader_elected", topic="orders")
+             if e["seq"] > cancel["seq"] and e["leader"] >= 0]
+    assert after[0]["leader"] in (1, 2)
+    assert check_events(bug).anomalies["lost_acked_write"] > 0
+    fixed = _events("reassign-cancel-unclean", "topics[0].unclean.leader.election.enable=false")
+    (refused,) = _of(fixed, "reassignment", phase="rejected")
+    assert refused["error"] == "INVALID_REPLICA_ASSIGNMENT"
+    assert _of(fixed, "reassignment", phase="complete")[0]["replicas"] == [3, 4]
+    assert check_events(fixed).anomalies["lost_acked_write"] == 0
+
+
+def test_a_timed_reassign_is_cancelled_when_its_duration_ends_unfinished() -> None:
+    """``duration_s`` on a reassign step: ``--cancel`` then, if it has not completed. Here the
+    new replica's fetcher is stalled, so the move is still running and is reverted."""
+    evs = _events("reassign-under-load", 'faults.plan=[{at_s = 10.0, fault = "reassign", '
+                  'target = "orders-0", replicas = [4, 5, 6], duration_s = 3.0}, '
+                  '{at_s = 9.0, fault = "stall_fetcher", target = "broker-5", '
+                  'duration_s = 20.0}]')
+    phases = [e["phase"] for e in _of(evs, "reassignment", topic="orders", partition=0)]
+    assert phases[0] == "start" and "cancel" in phases and "complete" not in phases
+    assert _of(evs, "reassignment", topic="orders", partition=0, phase="cancel")[0][
+        "replicas"] == [1, 2, 3]
+    assert sorted(e["replica"] for e in _of(evs, "replica_deleted", topic="orders",
+                                            partition=0)) == [4, 5, 6]
+
+
+@pytest.mark.parametrize("step, field, why", [
+    ('{at_s = 1, fault = "reassign", target = "orders-0"}', "replicas", "target replicas"),
+    ('{at_s = 1, fault = "reassign", target = "orders-0", replicas = [1, 1]}', "replicas",
+     "duplicate"),
+    ('{at_s = 1, fault = "reassign", target = "orders-0", replicas = [7]}', "replicas",
+     "not a broker id"),
+    ('{at_s = 1, fault = "reassign", target = "orders-9", replicas = [1]}', "target",
+     "no partition"),
+    ('{at_s = 1, fault = "cancel_reassign", target = "orders-0", replicas = [1]}', "replicas",
+     "takes no replicas"),
+])
+def test_a_malformed_reassign_step_is_refused_at_load_naming_its_field(
+        step: str, field: str, why: str) -> None:
+    with pytest.raises(ScenarioError) as exc:
+        load("default", [f"faults.plan=[{step}]"])
+    assert f"faults.plan[0].{field}" in str(exc.value) and why in str(exc.value)
+
+
+def test_eras_before_kip455_cannot_cancel_a_reassignment() -> None:
+    with pytest.raises(ScenarioError) as exc:
+        load("default", ['protocol="2.1"', 'faults.plan=[{at_s = 1, fault = "cancel_reassign",'
+                         ' target = "orders-0"}]'])
+    assert "KIP-455" in str(exc.value)
+
+
+def test_the_reassign_nemesis_moves_partitions_and_a_safe_run_stays_clean() -> None:
+    """The ``reassign`` nemesis under kills and partitions, acks=all, min ISR 2, RF 3 on 5
+    brokers: partitions move (some cancelled), nothing forbidden shows."""
+    moved = 0
+    for seed in (1, 2, 3):
+        evs = _events("safe-acks-all", "cluster.brokers=5",
+                      'faults.nemesis=["reassign","kill","partition"]', "faults.interval_s=2.0",
+                      seed=seed)
+        moved += len(_of(evs, "reassignment", phase="complete"))
+        result = check_events(evs)
+        assert result.expect_met, (seed, result.forbidden_found)
+    assert moved > 0
+
+
+def test_cancelling_is_refused_when_it_needs_an_unclean_election_the_topic_forbids() -> None:
+    """``cancelPartitionReassignment``: with only adding replicas in the ISR, the revert
+    would put the first original replica back alone; unless the topic allows unclean
+    elections that is INVALID_REPLICA_ASSIGNMENT and nothing changes. With it allowed, the
+    first original replica is the ISR alone (and leads if it can)."""
+    for unclean in (False, True):
+        ctx = Ctx((1, 2, 3, 4), [(1, 2)])
+        ctx.p().unclean = unclean
+        _reassign(ctx, (0, (3, 4)))
+        ctx.alter(1, (1, 2, 3))
+        ctx.fence(1, 2)
+        p = ctx.p()
+        assert (p.isr, p.leader) == ((3,), 3)
+        err = _reassign(ctx, (0, ()))
+        if not unclean:
+            assert err == {0: "INVALID_REPLICA_ASSIGNMENT"} and p.replicas == (3, 4, 1, 2)
+        else:
+            assert err == {0: NONE}
+            assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 2), (1,), (), ())
+            assert p.leader == -1   # 1 and 2 are fenced: no original replica can lead
+            ctx.unfence(1)
+            assert (p.leader, p.isr) == (1, (1,))
+
+
+def test_a_second_reassignment_back_to_the_original_replicas_keeps_the_first_adding_list(
+) -> None:
+    """KRaft keeps a partition's adding list when a new reassignment adds nothing
+    (``changePartitionReassignment`` sets only non-empty lists): [1,2,3] to [4,5,6], then
+    back to [1,2,3] while in progress, leaves adding [4,5,6] beside removing [4,5,6] — the
+    move can never complete (its adding replicas cannot be in the ISR without the removing
+    ones); cancelling ends it. The ZooKeeper controller replaces the lists outright."""
+    ctx = Ctx((1, 2, 3, 4, 5, 6), [(1, 2, 3)])
+    _reassign(ctx, (0, (4, 5, 6)))
+    _reassign(ctx, (0, (1, 2, 3)))
+    p = ctx.p()
+    assert (p.replicas, p.adding, p.removing) == ((1, 2, 3, 4, 5, 6), (4, 5, 6), (4, 5, 6))
+    ctx.alter(1, (1, 2, 3, 4, 5, 6))
+    assert p.assignment.reassigning and p.replicas == (1, 2, 3, 4, 5, 6)
+    assert _reassign(ctx, (0, ())) == {0: NONE}
+    assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 2, 3), (1, 2, 3), (), ())
+    zk = start(Assignment((1, 2, 3, 4, 5, 6), (4, 5, 6), (1, 2, 3)), (1, 2, 3), zk=True)
+    assert zk == Assignment((1, 2, 3, 4, 5, 6), (), (4, 5, 6))
+
+
+def test_zk_era_reassignment_bumps_the_leader_epoch_at_the_start_and_at_completion() -> None:
+    """The ZooKeeper controller (``onPartitionReassignment``) sends the new replica set with
+    the next leader epoch when the move starts (A1) and again when it completes (B3), here
+    with leader 1 staying; KRaft bumps only when replicas leave the list."""
+    for era, epochs in (("2.8", (1, 2)), ("4.1", (0, 1))):
+        ctx = Ctx((1, 2, 3, 4), [(1, 2, 3)], era=era)
+        _reassign(ctx, (0, (1, 2, 4)))
+        seen = [ctx.p().leader_epoch]
+        ctx.alter(1, (1, 2, 3, 4))
+        seen.append(ctx.p().leader_epoch)
+        assert tuple(seen) == epochs, era
+        assert ctx.p().replicas == (1, 2, 4)
