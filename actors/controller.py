@@ -424,7 +424,9 @@ class Controller(Machine):
         left the list (which bumps the leader epoch: ``triggerLeaderEpochBumpIfNeeded``) and
         whether the reassignment completed."""
         old = p.assignment
-        done = maybe_complete(new, target_isr)
+        started = new   # what the move adds and removes (it may start and end at once)
+        done = maybe_complete(new, target_isr,
+                              all_targets=self.rules.reassignment_completes_on_targets)
         if done is not None:
             new, target_isr = done
         if new == old:
@@ -436,8 +438,8 @@ class Controller(Machine):
                   reason="reassignment_complete" if done is not None else reason)
         if done is not None:
             self.emit("reassignment", topic=p.topic, partition=p.partition, phase="complete",
-                      replicas=list(new.replicas), removed=list(old.removing),
-                      added=list(old.adding), isr=list(target_isr))
+                      replicas=list(new.replicas), removed=list(started.removing),
+                      added=list(started.adding), isr=list(target_isr))
         return target_isr, not set(old.replicas) <= set(new.replicas), done is not None
 
     # -- controlled shutdown -------------------------------------------------------------
@@ -558,10 +560,14 @@ class Controller(Machine):
             p.last_known_elr = ()
             return
         candidates = (set(p.elr) | set(p.isr)) - set(target_isr) - set(unclean_shutdown)
+        known = candidates | set(p.last_known_elr) | set(unclean_shutdown)
+        if self.rules.elr_within_replicas:
+            # the ELR-IN-REPLICAS fix: a replica a reassignment removed (whose log is
+            # deleted) is never eligible; Kafka keeps it (see actors/eras.py FIXES)
+            candidates &= set(p.replicas)
+            known &= set(p.replicas)
         p.elr = tuple(sorted(candidates))
-        p.last_known_elr = tuple(sorted(
-            (candidates | set(p.last_known_elr) | set(unclean_shutdown))
-            - set(target_isr) - set(p.elr)))
+        p.last_known_elr = tuple(sorted(known - set(target_isr) - set(p.elr)))
 
     def _try_elect(self, p: PartitionRecord, reason: str) -> None:
         """``electAnyLeader`` (``actors.election``): ISR, then ELR (ISR empty), then the last

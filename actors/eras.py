@@ -13,6 +13,9 @@ checkers catch it. Names are the JIRA/KIP ids Kafka engineers search for.
 | 2.8  | maximal ISR (KIP-497)         | truncate-on-fetch          | KAFKA-13141, -14704 present  |
 | 3.7  | + ISR-eligible, strict min ISR| truncate-on-fetch          | broker-epoch fencing (903)   |
 | 4.1  | same                          | same                       | ELR (KIP-966), unclean detect|
+
+Reassignment (KIP-455): the ZooKeeper controller and KRaft from 3.8 complete a move once
+every target replica is in the ISR; KRaft 3.7 once every *adding* one is (KAFKA-15665).
 """
 
 from __future__ import annotations
@@ -28,6 +31,16 @@ BUGS: Final = {
     "KAFKA-14704": "follower applies the leader HW before truncating a diverging log",
     "KIP-497": "KIP-497 absent: the HW is computed over the committed ISR only",
     "KAFKA-15583": "KAFKA-15583 absent: the HW advances while ISR < min.insync.replicas",
+    "KAFKA-15665": "a reassignment completes once its adding replicas are in the ISR, "
+                   "whatever the other target replicas",
+}
+
+#: Fixes isrlab proposes for defects it finds in the Kafka code it models, applied on top of
+#: an era with ``fixes = [...]``: the catalog shows the defect with and without them.
+FIXES: Final = {
+    "ELR-IN-REPLICAS": "keep the ELR and the last-known ELR within the replica list (KIP-966 "
+                       "as read up to Kafka's trunk of October 2024 keeps replicas a "
+                       "reassignment removed, and may elect one that was added back empty)",
 }
 
 
@@ -69,6 +82,14 @@ class Rules:
                                     # (ReplicaStateMachine.doRemoveReplicasFromIsr:
                                     # LeaderAndIsr.newLeaderAndIsr, epoch + 1); KRaft at
                                     # metadata version 3.6+ keeps it (KAFKA-15021)
+    reassignment_completes_on_targets: bool = True  # a reassignment completes only once
+                                    # every target replica is in the ISR: the ZooKeeper
+                                    # controller (isReassignmentComplete) and KRaft from
+                                    # 3.8 (KAFKA-15665); KRaft before asked it of the
+                                    # adding replicas only
+    elr_within_replicas: bool = False  # the ELR only holds replicas of the partition (the
+                                    # ELR-IN-REPLICAS fix; Kafka's maybePopulateTargetElr
+                                    # does not filter by the target replicas)
     reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
                                     # cancel an ongoing reassignment; before, a started
                                     # reassignment could only run to its end
@@ -86,7 +107,8 @@ _BASE = Rules(
 
 _ERA_RULES: Final = {
     "4.1": _BASE,
-    "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False),
+    "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False,
+                   reassignment_completes_on_targets=False),
     "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
@@ -131,9 +153,16 @@ _ERA_RULES: Final = {
 }
 
 
-def rules_for(era: str, bugs: tuple[str, ...] | list[str] = ()) -> Rules:
-    """The rule set of ``era`` with each named bug re-enabled."""
+def rules_for(era: str, bugs: tuple[str, ...] | list[str] = (),
+              fixes: tuple[str, ...] | list[str] = ()) -> Rules:
+    """The rule set of ``era`` with each named bug re-enabled and each proposed fix
+    (:data:`FIXES`) applied."""
     rules = _ERA_RULES[era]
+    for fix in fixes:
+        if fix == "ELR-IN-REPLICAS":
+            rules = replace(rules, elr_within_replicas=True)
+        else:
+            raise KeyError(fix)
     for bug in bugs:
         if bug == "KAFKA-7128":
             rules = replace(rules, leso_check=False)
@@ -145,6 +174,8 @@ def rules_for(era: str, bugs: tuple[str, ...] | list[str] = ()) -> Rules:
             rules = replace(rules, maximal_isr=False)
         elif bug == "KAFKA-15583":
             rules = replace(rules, strict_min_isr=False)
+        elif bug == "KAFKA-15665":
+            rules = replace(rules, reassignment_completes_on_targets=False)
         else:
             raise KeyError(bug)
     return rules

@@ -4,12 +4,17 @@ Records carry unique values ``"p<id>-<n>"`` so every loss and duplicate is attri
 The workload (rate, keys) comes from the scenario; the settings are Kafka's:
 
 * ``acks`` 0 (acked at send, offset -1), 1, all (-1);
-* ``linger.ms`` / ``batch.size``: one open batch per partition, closed when full or lingered;
+* ``linger.ms`` / ``batch.size``: one open batch per partition, closed when full, or once
+  lingered when it can be sent (nothing queued before it, a request slot free, a leader
+  known); until then it keeps taking records, as the last batch of a partition's deque in
+  ``RecordAccumulator`` does;
 * ``max.in.flight.requests.per.connection`` batches in flight per partition;
 * ``retries`` / ``retry.backoff.ms`` / ``delivery.timeout.ms`` / ``request.timeout.ms``:
   a retriable error puts the batch back at the head of its partition's queue, where it
   waits out ``retry.backoff.ms`` (the partition sends nothing meanwhile, as
-  ``RecordAccumulator`` skips a backing-off batch); a batch older than the delivery
+  ``RecordAccumulator`` skips a backing-off batch), and with idempotence a retried batch
+  goes only when no batch of another sequence is first in flight (one request at a time
+  until the sequences line up); a batch older than the delivery
   timeout fails with its last error;
 * ``enable.idempotence``: a producer id and per-partition sequence numbers (assigned when
   a batch is first sent); the leader de-duplicates retries and rejects gaps
@@ -155,29 +160,60 @@ class Producer(Client):
         long enough (before any new record, as their linger timers would have fired first),
         then send every record due by now."""
         cfg = self.cfg
-        for p in sorted(self.open):
-            if self.now_ms - self.open[p].created_ms >= cfg.linger_ms:
-                self._close(p)
+        if any(self.now_ms - b.created_ms >= cfg.linger_ms for b in self.open.values()):
+            self._drain()
         due = int((self.now_us - self._workload_start_us) * cfg.rate / 1e6 + 1e-9) + 1
         while self.sent < due:
             self._next_record()
         self.timer(WORKLOAD_STEP_MS, Tick("produce", 0, 0))
 
-    def _close(self, partition: int) -> None:
+    def _sendable(self, partition: int) -> bool:
+        """Whether the partition's open batch would be drained now: nothing queued before
+        it, a request slot free, and a known leader (``RecordAccumulator.ready``/``drain``).
+        A lingered batch that cannot go keeps taking records until it is full, as Kafka's
+        last batch in a partition's deque does (``tryAppend``), so a backlog built during an
+        outage leaves in full batches."""
+        return (not self.queues[partition]
+                and self.inflight_per_partition[partition] < self.cfg.max_in_flight
+                and self.leader_of(self.cfg.topic, partition)[0] >= 0)
+
+    def _seal(self, partition: int) -> None:
         batch = self.open.pop(partition, None)
         if batch is not None:
             self.queues[partition].append(batch)
             if batch.records and self.cfg.keys <= 0:
                 self.sticky.on_new_batch()
+
+    def _close(self, partition: int) -> None:
+        self._seal(partition)
         self._drain()
 
     def _drain(self) -> None:
         cfg = self.cfg
         for partition in range(cfg.partitions):
             q = self.queues[partition]
+            open_batch = self.open.get(partition)
+            if (not q and open_batch is not None
+                    and self.now_ms - open_batch.created_ms >= cfg.linger_ms):
+                if self._sendable(partition):
+                    self._seal(partition)   # a lingered batch that can go now
+                elif self.leader_of(cfg.topic, partition)[0] < 0:
+                    # a ready batch without a leader asks for metadata (Sender: the
+                    # accumulator's unknownLeaderTopics -> metadata.requestUpdate)
+                    self.refresh_metadata()
             while q and self.inflight_per_partition[partition] < cfg.max_in_flight:
                 if q[0].retry_at_us > self.now_us:
                     break   # backing off: the partition waits (RecordAccumulator.drain)
+                if self.pid >= 0 and q[0].seq >= 0 and q[0].epoch == self.epochs[partition]:
+                    # an idempotent retry goes only when it is first in line: while a batch
+                    # with another sequence is the first in flight, the partition waits
+                    # (RecordAccumulator.shouldStopDrainBatchesForPartition), so that
+                    # retries are one request at a time until the sequences line up again
+                    first = min((b.seq for b, _ in self.inflight.values()
+                                 if b.partition == partition and b.epoch == q[0].epoch),
+                                default=q[0].seq)
+                    if q[0].seq != first:
+                        break
                 leader, epoch = self.leader_of(cfg.topic, partition)
                 if leader < 0:
                     self.refresh_metadata()
@@ -288,7 +324,7 @@ class Producer(Client):
                     for p in sorted(self.open):
                         self._close(p)
             elif k == "linger":
-                self._close(msg.token)
+                self._drain()
             elif k == "retry":
                 self._drain()
             elif k == "request_timeout":

@@ -10,10 +10,11 @@ the words of Kafka's ``PartitionReassignmentReplicas`` and ``PartitionReassignme
   KRaft keeps adding and removing sorted (``TreeSet``); the ZooKeeper controller keeps
   them, and the removing replicas appended to the target, in their original order
   (``ReplicaAssignment.fromOldAndNewReplicas``: ``(target ++ original).distinct``).
-* **completion** (``maybeCompleteReassignment``): once every adding replica is in the ISR
+* **completion** (``maybeCompleteReassignment``): once every target replica is in the ISR
   without the removing ones — and that ISR and the remaining list are not empty — the
-  removing replicas leave the replica list and the ISR. The ZooKeeper controller's
-  ``isReassignmentComplete`` asks the same: every target replica in the ISR.
+  removing replicas leave the replica list and the ISR (3.8.0, KAFKA-15665; 3.7.0 asked it
+  of the adding replicas only). The ZooKeeper controller's ``isReassignmentComplete`` asks
+  the same: every target replica in the ISR.
 * **revert** (``PartitionReassignmentRevert``, a cancellation): the original replicas (the
   list without the adding ones) and the ISR without the adding ones; when that ISR is
   empty, the first original replica is put back in it alone — which KRaft calls unclean
@@ -23,9 +24,10 @@ the words of Kafka's ``PartitionReassignmentReplicas`` and ``PartitionReassignme
 KRaft's ``ReplicationControlManager.changePartitionReassignment`` sets the new adding and
 removing lists only when they are not empty: a partition keeps the previous lists
 otherwise. A second reassignment back to the original replicas while one is in progress
-therefore keeps the first one's adding list, which can then never be all in the ISR
-without the removing replicas — the reassignment waits until it is cancelled or replaced.
-isrlab keeps that (a test documents it).
+therefore keeps the first one's adding list; before KAFKA-15665 (3.8), which completes on
+the target replicas, those could never be all in the ISR without the removing replicas and
+the reassignment waited until it was cancelled or replaced. isrlab keeps both (a test
+documents it).
 """
 
 from __future__ import annotations
@@ -89,16 +91,20 @@ def start(current: Assignment, target: Sequence[int], *, zk: bool) -> Assignment
                       tuple(removing) or current.removing)
 
 
-def maybe_complete(a: Assignment, isr: Sequence[int]) -> tuple[Assignment, tuple[int, ...]] | None:
+def maybe_complete(a: Assignment, isr: Sequence[int], *, all_targets: bool = True
+                   ) -> tuple[Assignment, tuple[int, ...]] | None:
     """``maybeCompleteReassignment``: the finished assignment and its ISR, or None while
-    some adding replica is not in the ISR (or nothing would be left)."""
+    a target replica is not in the ISR (or nothing would be left). With ``all_targets``
+    false, KRaft before 3.8 (KAFKA-15665): only the adding replicas must be in it, so a
+    move can complete with a target replica out of sync and the ISR below the target
+    replication factor — the removed replicas, which had every record, delete their logs."""
     if not a.reassigning:
         return None
     new_isr = tuple(r for r in isr if r not in a.removing)
     replicas = tuple(r for r in a.replicas if r not in a.removing)
     if not new_isr or not replicas:
         return None
-    if any(r not in new_isr for r in a.adding):
+    if any(r not in new_isr for r in (replicas if all_targets else a.adding)):
         return None
     return Assignment(replicas), new_isr
 

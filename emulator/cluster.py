@@ -83,7 +83,7 @@ class Cluster:
         self.sc = sc
         self.seed = seed
         self.rng = RngTree(seed)
-        self.rules = rules_for(sc["protocol"], tuple(sc["bugs"]))
+        self.rules = rules_for(sc["protocol"], tuple(sc["bugs"]), tuple(sc["fixes"]))
         net = sc["network"]
         self.network = Network(self.rng.child("network"), DelayDist(**net["delay"]),
                                drop_rate=net["drop_rate"], corrupt_rate=net["corrupt_rate"])

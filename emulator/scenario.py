@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.eras import BUGS, ERAS, rules_for
+from actors.eras import BUGS, ERAS, FIXES, rules_for
 from actors.group import ASSIGNORS
 from traces.checker import DEFAULT_FORBID
 from traces.schema import ANOMALIES
@@ -95,6 +95,7 @@ TOP: dict[str, Key] = {
     "description": Key(STR, ""),
     "protocol": Key(STR, "4.1", _one_of(*ERAS)),
     "bugs": Key((list,), []),
+    "fixes": Key((list,), []),
     "seed": Key(INT, 1, _nonneg),
     "duration_s": Key(NUM, 20.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
     "heal_s": Key(NUM, 60.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
@@ -338,7 +339,10 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     for bug in sc["bugs"]:
         if bug not in BUGS:
             raise src.error("bugs", f"unknown bug {bug!r} (known: {', '.join(sorted(BUGS))})")
-    rules = rules_for(sc["protocol"], tuple(sc["bugs"]))
+    for fix in sc["fixes"]:
+        if fix not in FIXES:
+            raise src.error("fixes", f"unknown fix {fix!r} (known: {', '.join(sorted(FIXES))})")
+    rules = rules_for(sc["protocol"], tuple(sc["bugs"]), tuple(sc["fixes"]))
 
     cluster = _check_table(src, "cluster", raw.get("cluster", {}), CLUSTER)
     if cluster["replica.lag.time.max.ms"] is None:

@@ -107,6 +107,25 @@ def _isr_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, 
     return out
 
 
+def _ar_intervals(pv: PartitionView, end_us: int
+                  ) -> tuple[dict[int, list[tuple[int, int]]], ...]:
+    """Per replica, when it was in the replica list (AR), being added, being removed."""
+    out: tuple[dict[int, list[tuple[int, int]]], ...] = ({}, {}, {})
+    changes = sorted(pv.ar, key=lambda c: c[0])
+    for i, (ts, members, adding, removing) in enumerate(changes):
+        until = changes[i + 1][0] if i + 1 < len(changes) else end_us
+        if until <= ts:
+            continue
+        for table, rs in zip(out, (members, adding, removing), strict=True):
+            for r in rs:
+                spans = table.setdefault(r, [])
+                if spans and spans[-1][1] == ts:
+                    spans[-1] = (spans[-1][0], until)
+                else:
+                    spans.append((ts, until))
+    return out
+
+
 def _leader_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:
     out: dict[int, list[tuple[int, int]]] = {}
     stops = sorted([(e.ts_us, e.leader) for e in pv.elections] + [(t, None) for t in pv.offline],
@@ -139,7 +158,8 @@ def series_sizes(view: TraceView) -> list[int]:
 
 def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
                     anomalies: Sequence[dict[str, Any]]) -> go.Figure:
-    """LEO/HW per replica over time, ISR bands, leader epochs, faults and anomaly marks."""
+    """LEO/HW per replica over time, AR / ISR / OSR bands (with the replicas a reassignment
+    adds and removes), leader epochs, faults and anomaly marks."""
     end = view.end_us
     replicas = pv.replicas()
     color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(replicas)}
@@ -179,7 +199,24 @@ def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
                                         line=dict(width=1, color="#b00020")),
             name="anomaly (example)", text=[a["_label"] for a in marks],
             hovertemplate="%{text}<extra></extra>"), row=1, col=1)
-    # ISR bands, leadership and down time (row 2)
+    # AR (a thin band: where it shows without the ISR band, the replica is in the OSR),
+    # replicas being added (green) and removed (red) by a reassignment; ISR bands,
+    # leadership and down time (row 2)
+    in_ar, adding, removing = _ar_intervals(pv, end)
+    for spans_of, name, colour, width, offset in (
+            (in_ar, "in AR (OSR outside the ISR band)", "#9e9e9e", 3, 0.0),
+            (adding, "being added (reassignment)", "#1b7f3a", 3, 0.22),
+            (removing, "being removed (reassignment)", "#b00020", 3, -0.22)):
+        bx: list[float | None] = []
+        by: list[Any] = []
+        for r in replicas:
+            gx, gy = _gapped(spans_of.get(r, []), lane[r] + offset)
+            bx += gx
+            by += gy
+        if bx:
+            fig.add_trace(go.Scatter(x=bx, y=by, mode="lines",
+                                     line=dict(color=colour, width=width), name=name,
+                                     hoverinfo="skip"), row=2, col=1)
     isr = _isr_intervals(pv, end)
     leaders = _leader_intervals(pv, end)
     for r in replicas:

@@ -79,6 +79,9 @@ class PartitionView:
     offline: list[int] = field(default_factory=list)
     #: (ts_us, replica, old_leo, new_leo, reason)
     truncations: list[tuple[int, int, int, int, str]] = field(default_factory=list)
+    #: the replica list (AR) after each change: (ts_us, replicas, adding, removing) — from
+    #: the ISR the partition was created with, then every ``replicas_change``
+    ar: list[tuple[int, list[int], list[int], list[int]]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -87,6 +90,8 @@ class PartitionView:
     def replicas(self) -> list[int]:
         seen = set(self.leo) | set(self.hw)
         for _, members, _ in self.isr:
+            seen.update(members)
+        for _, members, _, _ in self.ar:
             seen.update(members)
         return sorted(seen)
 
@@ -197,6 +202,13 @@ class _Collector:
             pv = self._part(ev)
             if pv is not None:
                 pv.isr.append((ts, _ints(ev.get("new")), str(ev.get("reason", ""))))
+                if ev.get("reason") == "create":
+                    pv.ar.append((ts, _ints(ev.get("new")), [], []))
+        elif name == "replicas_change":
+            pv = self._part(ev)
+            if pv is not None:
+                pv.ar.append((ts, _ints(ev.get("new")), _ints(ev.get("adding")),
+                              _ints(ev.get("removing"))))
         elif name == "leader_elected":
             pv = self._part(ev)
             if pv is not None:

@@ -374,7 +374,9 @@ def test_cooperative_members_keep_reading_their_partitions_through_a_rebalance(
     evs = _run(tmp_path, text)
     assigns = [e for e in evs if e["event"] == "assignment" and e["consumer"] == "ga-0"]
     assert {e["protocol"] for e in assigns} == {"cooperative"}
-    assert len(assigns) >= 3
+    # at least one rebalance after the first assignment (ga-1's new incarnation joining;
+    # the old one's session expiring may make another, if the run lasts that long)
+    assert len(assigns) >= 2 and assigns[-1]["generation"] > assigns[0]["generation"]
     kept = set(assigns[0]["partitions"]) & set(assigns[-1]["partitions"])
     assert kept
     for p in kept:

@@ -203,10 +203,12 @@ def test_a_second_reassignment_back_to_the_original_replicas_keeps_the_first_add
 ) -> None:
     """KRaft keeps a partition's adding list when a new reassignment adds nothing
     (``changePartitionReassignment`` sets only non-empty lists): [1,2,3] to [4,5,6], then
-    back to [1,2,3] while in progress, leaves adding [4,5,6] beside removing [4,5,6] — the
-    move can never complete (its adding replicas cannot be in the ISR without the removing
-    ones); cancelling ends it. The ZooKeeper controller replaces the lists outright."""
-    ctx = Ctx((1, 2, 3, 4, 5, 6), [(1, 2, 3)])
+    back to [1,2,3] while in progress, leaves adding [4,5,6] beside removing [4,5,6]. In
+    3.7 (completion asks for the adding replicas) the move can never complete — they cannot
+    be in the ISR without the removing ones — until it is cancelled; from 3.8 (KAFKA-15665:
+    every target replica in the ISR) it completes at once. The ZooKeeper controller
+    replaces the lists outright."""
+    ctx = Ctx((1, 2, 3, 4, 5, 6), [(1, 2, 3)], era="3.7")
     _reassign(ctx, (0, (4, 5, 6)))
     _reassign(ctx, (0, (1, 2, 3)))
     p = ctx.p()
@@ -215,6 +217,10 @@ def test_a_second_reassignment_back_to_the_original_replicas_keeps_the_first_add
     assert p.assignment.reassigning and p.replicas == (1, 2, 3, 4, 5, 6)
     assert _reassign(ctx, (0, ())) == {0: NONE}
     assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 2, 3), (1, 2, 3), (), ())
+    ctx41 = Ctx((1, 2, 3, 4, 5, 6), [(1, 2, 3)])
+    _reassign(ctx41, (0, (4, 5, 6)))
+    _reassign(ctx41, (0, (1, 2, 3)))
+    assert (ctx41.p().replicas, ctx41.p().adding, ctx41.p().removing) == ((1, 2, 3), (), ())
     zk = start(Assignment((1, 2, 3, 4, 5, 6), (4, 5, 6), (1, 2, 3)), (1, 2, 3), zk=True)
     assert zk == Assignment((1, 2, 3, 4, 5, 6), (), (4, 5, 6))
 
@@ -231,3 +237,55 @@ def test_zk_era_reassignment_bumps_the_leader_epoch_at_the_start_and_at_completi
         seen.append(ctx.p().leader_epoch)
         assert tuple(seen) == epochs, era
         assert ctx.p().replicas == (1, 2, 4)
+
+
+def test_a_move_that_starts_and_completes_at_once_reports_what_it_removed() -> None:
+    """[1,2,3,4] to [1,2,4] with all four in the ISR starts and completes in one change:
+    the ``complete`` step names the replica it removed (3), not the previous move's lists."""
+    from actors.core import Emit
+    ctx = Ctx((1, 2, 3, 4), [(1, 2, 3, 4)])
+    ctx.c.handle(AlterPartitionReassignments((("foo", 0, (1, 2, 4)),), 1), ("admin", "admin"))
+    steps = [e.fields for e in ctx.c.drain()
+             if isinstance(e, Emit) and e.event == "reassignment"]
+    assert [s["phase"] for s in steps] == ["start", "complete"]
+    assert (steps[1]["removed"], steps[1]["added"], steps[1]["replicas"]) == ([3], [], [1, 2, 4])
+
+
+@pytest.mark.parametrize("protocol, bugs, completes_short", [
+    ("3.7", "[]", True), ("4.1", '["KAFKA-15665"]', True), ("4.1", "[]", False)])
+def test_kafka15665_a_move_completes_while_a_kept_target_lags_only_before_the_fix(
+        protocol: str, bugs: str, completes_short: bool) -> None:
+    """KAFKA-15665: orders-0 [1,2,3] -> [3,4] while 3 lags. Before the fix the move
+    completes as soon as 4 is in the ISR (ISR [4] alone, 1 and 2 delete their logs) and one
+    power loss on 4 loses acknowledged writes; with it (3.8+), the move waits until 3 is
+    back in the ISR and nothing is lost."""
+    evs = _events("kafka15665-reassign-completes-short", f'protocol="{protocol}"',
+                  f"bugs={bugs}")
+    (done,) = _of(evs, "reassignment", phase="complete")
+    lost = check_events(evs).anomalies["lost_acked_write"]
+    if completes_short:
+        assert done["isr"] == [4] and done["ts_us"] < 13_000_000 and lost > 0
+    else:
+        assert done["isr"] == [3, 4] and done["ts_us"] > 20_000_000 and lost == 0
+
+
+def test_the_elr_can_elect_a_replica_a_reassignment_removed_and_added_back_empty() -> None:
+    """elr-keeps-removed-replica: after the cancel, broker 3 is no replica but is in the
+    ELR; added back (empty) it is elected from the ELR once the leader is fenced, and the
+    acknowledged writes are gone. With the ELR kept within the replica list (the
+    ELR-IN-REPLICAS fix) it is not: the partition waits for broker 1."""
+    evs = _events("elr-keeps-removed-replica")
+    (cancel,) = _of(evs, "reassignment", phase="cancel")
+    elr_after_cancel = next(e for e in _of(evs, "partition_state", topic="orders")
+                            if e["seq"] > cancel["seq"])["elr"]
+    assert cancel["replicas"] == [1, 2] and elr_after_cancel == [3]
+    recreated = [e for e in _of(evs, "replica_created", topic="orders", replica=3)
+                 if e["seq"] > cancel["seq"]]
+    elected = [e for e in _of(evs, "leader_elected", topic="orders") if e["election"] == "elr"]
+    assert recreated and elected and elected[0]["leader"] == 3
+    assert elected[0]["seq"] > recreated[0]["seq"]
+    assert check_events(evs).anomalies["lost_acked_write"] > 0
+    fixed = _events("elr-keeps-removed-replica", 'fixes=["ELR-IN-REPLICAS"]')
+    assert not [e for e in _of(fixed, "leader_elected", topic="orders")
+                if e["election"] == "elr" and e["leader"] == 3]
+    assert check_events(fixed).anomalies["lost_acked_write"] == 0

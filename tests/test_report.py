@@ -272,3 +272,28 @@ def test_report_in_headless_chromium(traces: dict[str, Path], tmp_path: Path,
             time.sleep(0.05)
         assert _width(rng) < 20, f"not zoomed: {rng}"
     assert shot.stat().st_size > 50_000
+
+
+def test_the_timeline_draws_ar_osr_and_the_replicas_a_reassignment_adds_and_removes(
+        tmp_path: Path) -> None:
+    """A reassigned partition's timeline has the AR band (the OSR is where it shows without
+    the ISR band) and the adding / removing bands, on the lanes of the brokers concerned."""
+    from spark_analysis.report_figures import timeline_figure
+    from spark_analysis.report_trace import read_view
+
+    res, data = run_to_bytes("reassign-under-load", 1, ["duration_s=14.0", "heal_s=10.0"])
+    assert res.status == "ok"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    view = read_view(str(path))
+    pv = view.partitions["orders-0"]
+    assert [a[1] for a in pv.ar][0] == [1, 2, 3] and pv.ar[-1][1] == [4, 5, 6]
+    fig = timeline_figure(view, pv, [200] * 64, [])
+    names = {t.name: t for t in fig.data}
+    lanes = {float(len(pv.replicas()) - i): r for i, r in enumerate(pv.replicas())}
+    added = {lanes[round(y - 0.22, 2)] for y in names["being added (reassignment)"].y
+             if y is not None}
+    removed = {lanes[round(y + 0.22, 2)] for y in names["being removed (reassignment)"].y
+               if y is not None}
+    assert added == {4, 5, 6} and removed == {1, 2, 3}
+    assert "in AR (OSR outside the ISR band)" in names

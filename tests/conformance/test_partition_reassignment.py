@@ -99,6 +99,16 @@ def test_a_reassignment_is_in_progress_while_it_adds_or_removes_replicas() -> No
     assert not Assignment((0, 1, 2)).reassigning
 
 
+@kafka("3.8.0", "PartitionReassignmentReplicasTest",
+       "testDoesNotCompleteReassignmentIfIsrDoesNotHaveAllTargetReplicas")
+def test_a_move_does_not_complete_while_a_kept_target_replica_is_out_of_the_isr() -> None:
+    """[0,1,2] to [0,1,3] with ISR [3]: the adding replica is in, but targets 0 and 1 are
+    not — no completion (KAFKA-15665). Kafka 3.7.0 completed it, leaving ISR [3]."""
+    a = _start((0, 1, 2), (0, 1, 3))
+    assert maybe_complete(a, (3,)) is None
+    assert maybe_complete(a, (3,), all_targets=False) == (Assignment((0, 1, 3)), (3,))
+
+
 @kafka("3.7.0", "PartitionReassignmentReplicasTest", "testOriginalReplicas")
 def test_the_original_replicas_are_the_list_without_the_adding_ones() -> None:
     """[0,1,2] to [0,1,3]: the original replicas are [0,1,2]."""
@@ -157,11 +167,13 @@ def _reassign(ctx: Ctx, *parts: tuple[int, tuple[int, ...]], topic: str = "foo"
 @kafka("3.7.0", "PartitionChangeBuilderTest", "testRemovingReplicaReassignment")
 @kafka("3.7.0", "ReplicationControlManagerTest", "testCancelReassignPartitions")
 def test_moves_that_need_no_new_replica_complete_at_once() -> None:
-    """Partition 0 [1,2,3,4] with 3 fenced (ISR [1,2,4]) goes to [1,2,3]: 4 leaves list and
-    ISR at once and, a replica having left, the leader epoch bumps (leader 1 stays).
-    Partition 1 [0,1,2,3] is rearranged to [1,2,3,0]: it completes at once, the leader (0)
-    and its epoch stay. A target naming an unregistered broker, or none, is refused."""
-    ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4), (0, 1, 2, 3), (4, 3, 1, 0)])
+    """3.7.0 (era 3.7): partition 0 [1,2,3,4] with 3 fenced (ISR [1,2,4]) goes to [1,2,3]:
+    no replica is added, so it completes at once — 4 leaves list and ISR and, a replica
+    having left, the leader epoch bumps (leader 1 stays) — although target replica 3 is not
+    in the ISR (KAFKA-15665). Partition 1 [0,1,2,3] is rearranged to [1,2,3,0]: it completes
+    at once, the leader (0) and its epoch stay. A target naming an unregistered broker is
+    refused."""
+    ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4), (0, 1, 2, 3), (4, 3, 1, 0)], era="3.7")
     ctx.fence(3)
     assert ctx.p(0).isr == (1, 2, 4) and ctx.p(0).leader_epoch == 0
     errors = _reassign(ctx, (0, (1, 2, 3)), (1, (1, 2, 3, 0)), (2, (5, 6, 7)))
@@ -171,6 +183,22 @@ def test_moves_that_need_no_new_replica_complete_at_once() -> None:
     assert not p0.assignment.reassigning
     assert (p1.replicas, p1.isr, p1.leader, p1.leader_epoch) == ((1, 2, 3, 0), (0, 1, 2), 0, 0)
     assert ctx.p(2).replicas == (4, 3, 1, 0)
+
+
+@kafka("3.8.0", "ReplicationControlManagerTest", "testCancelReassignPartitions")
+def test_since_kafka15665_a_move_completes_only_with_every_target_replica_in_the_isr() -> None:
+    """3.8.0 (era 4.1): the same partition 0 moved to [1,2,4] completes at once (all three
+    in the ISR: [1,2,4], leader epoch 1); moved to [1,2,3] instead it waits for 3 to be in
+    the ISR, keeping 4 in the list meanwhile."""
+    ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4), (1, 2, 3, 4)])
+    ctx.fence(3)
+    assert _reassign(ctx, (0, (1, 2, 4)), (1, (1, 2, 3))) == {0: NONE, 1: NONE}
+    p0, p1 = ctx.p(0), ctx.p(1)
+    assert (p0.replicas, p0.isr, p0.leader, p0.leader_epoch) == ((1, 2, 4), (1, 2, 4), 1, 1)
+    assert (p1.replicas, p1.removing, p1.isr) == ((1, 2, 3, 4), (4,), (1, 2, 4))
+    ctx.unfence(3)
+    ctx.alter(1, (1, 2, 3, 4), i=1)
+    assert (p1.replicas, p1.isr, p1.removing) == ((1, 2, 3), (1, 2, 3), ())
 
 
 @kafka("3.7.0", "PartitionChangeBuilderTest", "testAddingReplicaReassignment")
