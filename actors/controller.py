@@ -64,6 +64,7 @@ from actors.messages import (
     ElectLeadersResponse,
     PartitionState,
     Tick,
+    UnregisterBroker,
     metadata_view_crc,
 )
 from actors.reassignment import Assignment, invalid_target, maybe_complete, revert, start
@@ -148,9 +149,13 @@ class Controller(Machine):
                               p.leader, p.leader_epoch, p.isr, p.elr, p.partition_epoch,
                               p.recovering, p.adding, p.removing)
 
+    def _known_brokers(self) -> list[int]:
+        """The brokers the cluster started with and every one registered since."""
+        return sorted(set(self.all_brokers) | set(self.store.brokers))
+
     def _broadcast(self, p: PartitionRecord) -> None:
         msg = self._state_msg(p)
-        for b in self.all_brokers:
+        for b in self._known_brokers():
             if self._live(b) or b in p.replicas:
                 self.send((f"broker-{b}", "broker"), msg)
 
@@ -160,7 +165,7 @@ class Controller(Machine):
 
     def _broadcast_broker_states(self) -> None:
         msg = self._broker_states()
-        for b in self.all_brokers:
+        for b in self._known_brokers():
             if b in self.store.brokers:
                 self.send((f"broker-{b}", "broker"), msg)
 
@@ -208,6 +213,8 @@ class Controller(Machine):
             self._on_controlled_shutdown(msg, src)
         elif t is AlterPartitionReassignments:
             self._on_alter_reassignments(msg, src)
+        elif t is UnregisterBroker:
+            self._unregister(msg.broker)
         elif t is Tick and msg.kind == "leader_balance":
             self._balance_leaders()
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
@@ -474,6 +481,19 @@ class Controller(Machine):
             self.last_heartbeat[m.broker] = self.now_ms - self.session_timeout_ms - 1
         elif remaining == 0:
             self._fence(m.broker, "controlled_shutdown")
+
+    def _unregister(self, broker: int) -> None:
+        """``ClusterControlManager.unregisterBroker``: a decommissioned broker's registration
+        is removed (fenced first, so it leaves whatever ISR still names it)."""
+        rec = self.store.brokers.get(broker)
+        if rec is None:
+            return
+        if not rec.fenced:
+            self._fence(broker, "unregistered")
+        del self.store.brokers[broker]
+        self.last_heartbeat.pop(broker, None)
+        self.emit("broker_unregistered", broker=broker)
+        self._broadcast_broker_states()
 
     # -- fencing -------------------------------------------------------------------------
     def _session_check(self) -> None:

@@ -415,6 +415,14 @@ class StopReplica:
     partition: int
 
 
+@message(47)
+class UnregisterBroker:
+    """UnregisterBrokerRequest (``kafka-cluster unregister``, KRaft): the controller forgets
+    a broker that was decommissioned. Sent by the runtime (the operator), not by an actor."""
+
+    broker: int
+
+
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
 class JoinGroup:

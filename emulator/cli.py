@@ -78,8 +78,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"trace  {out}\ndigest {res.digest}")
         if res.error:
             print(f"error  {res.error}")
-        if any(f["fault"] in ("reassign", "cancel_reassign") for f in sc["faults"]["plan"]
-               ) or "reassign" in sc["faults"]["nemesis"]:
+        moving = ("reassign", "cancel_reassign", "decommission")
+        if any(f["fault"] in moving for f in sc["faults"]["plan"]) or any(
+                k in moving for k in sc["faults"]["nemesis"]):
             from traces.show import reassignment_steps
             steps = reassignment_steps(out)
             print("reassignments" + ("" if steps else " none"))

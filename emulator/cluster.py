@@ -43,6 +43,7 @@ from actors.messages import (
     ControlledShutdown,
     ElectLeaders,
     FetcherStall,
+    UnregisterBroker,
 )
 from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
@@ -91,9 +92,14 @@ class Cluster:
         self.writer = writer
         cl = sc["cluster"]
         self.broker_ids = tuple(range(1, cl["brokers"] + 1))
+        #: spare brokers (``cluster.spare.brokers``): nodes that an add_broker step starts
+        self.spare_ids = tuple(range(cl["brokers"] + 1, cl["brokers"] + cl["spare.brokers"] + 1))
         self.disks = {b: BrokerDisk(writeback_ms=cl["vm.dirty_writeback_centisecs"] * 10,
                                     expire_ms=cl["vm.dirty_expire_centisecs"] * 10)
-                      for b in self.broker_ids}
+                      for b in (*self.broker_ids, *self.spare_ids)}
+        #: nodes that are not part of the cluster: spares not added yet, decommissioned
+        #: brokers; never started nor restarted (the heal leaves them alone)
+        self.absent: set[str] = {f"broker-{b}" for b in self.spare_ids}
         self.store = ControllerStore()
         #: the replica lists the cluster was created with (reassignments change the
         #: controller's, :attr:`assignment`)
@@ -110,7 +116,8 @@ class Cluster:
                     t["unclean.leader.election.enable"])
         self.topic_cfg = {t["name"]: t for t in sc["topics"]}
         self._create_offsets_topic()
-        self.node_names: list[str] = ["controller"] + [f"broker-{b}" for b in self.broker_ids]
+        self.node_names: list[str] = ["controller"] + [
+            f"broker-{b}" for b in (*self.broker_ids, *self.spare_ids)]
         self._build_nodes()
         self.plan: list[dict[str, Any]] = list(sc["faults"]["plan"])
         self.plan += generate(sc, self.rng.child("nemesis"), swarm=sc["faults"]["swarm"])
@@ -184,7 +191,8 @@ class Cluster:
                 imbalance_per_broker_pct=cl["leader.imbalance.per.broker.percentage"])]
         self.sched.add_node(Node("controller", self.store, controller_factory))
 
-        for b in self.broker_ids:
+        every = (*self.broker_ids, *self.spare_ids)
+        for b in every:
             def broker_factory(node: Node, b: int = b) -> list[Machine]:
                 # A broker hosts the partitions whose logs are on its disk: at first start
                 # those of the initial assignment; later, what reassignments created and
@@ -209,7 +217,7 @@ class Cluster:
                     node.name, b, node.incarnation,
                     num_partitions=cl["offsets.topic.num.partitions"],
                     commit_timeout_ms=cl["offsets.commit.timeout.ms"])
-                manager = ReplicaManager(node.name, b, replicas, self.broker_ids, FetcherConfig(
+                manager = ReplicaManager(node.name, b, replicas, every, FetcherConfig(
                     num_replica_fetchers=cl["num.replica.fetchers"],
                     replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
                     replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
@@ -308,8 +316,61 @@ class Cluster:
             self.sched.crash_node(node, power_loss=False, kind="clean_shutdown")
 
     def restart(self, node: str) -> None:
-        if node in self.sched.nodes:
+        if node in self.sched.nodes and node not in self.absent:
             self.sched.restart_node(node)
+
+    def add_broker(self, node: str) -> None:
+        """A spare broker joins: its process starts and registers with its broker id. It
+        hosts nothing until a reassignment moves replicas to it."""
+        if node not in self.absent or self.sched.nodes[node].incarnation > 0:
+            return   # not a spare, or one added (and maybe decommissioned) before
+        self.absent.discard(node)
+        self.sched.emit(node, "sim", "node_start")
+        self.sched.start_node(node)
+
+    def decommission(self, node: str) -> None:
+        """Decommission a broker as an operator does: ``kafka-reassign-partitions`` moves
+        each of its replicas to the registered broker that hosts the fewest (then the
+        lowest id) and is not already a replica; once it hosts nothing (polled every
+        100 ms, through the heal too) it stops cleanly, is unregistered from the controller
+        and never comes back."""
+        if not node.startswith("broker-") or node in self.absent:
+            return
+        b = int(node[7:])
+        st = self.store
+        load = {x: 0 for x in sorted(st.brokers)
+                if x != b and not st.brokers[x].fenced and f"broker-{x}" not in self.absent}
+        for rec in st.partitions.values():
+            for r in rec.assignment.target:
+                if r in load:
+                    load[r] += 1
+        moves = []
+        for tp in sorted(st.partitions):
+            target = st.partitions[tp].assignment.target
+            if b not in target:
+                continue
+            spare = sorted((n, x) for x, n in load.items() if x not in target)
+            if not spare:
+                continue   # nowhere to move it: the broker will wait
+            dest = spare[0][1]
+            load[dest] += 1
+            moves.append((tp[0], tp[1], tuple(dest if r == b else r for r in target)))
+        self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="start",
+                        moves=[f"{t}-{p}:{','.join(map(str, r))}" for t, p, r in moves])
+        if moves:
+            self.sched.inject(("controller", "controller"),
+                              AlterPartitionReassignments(tuple(moves), 0))
+
+        def poll() -> None:
+            if any(b in rec.replicas for rec in st.partitions.values()):
+                self.sched.at(self.sched.now + US // 10, poll)
+                return
+            if self.sched.nodes[node].state != "down":
+                self.shutdown(node)
+            self.absent.add(node)
+            self.sched.inject(("controller", "controller"), UnregisterBroker(b))
+            self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="done")
+        self.sched.at(self.sched.now + US // 10, poll)
 
     def controlled_shutdown(self, node: str, down_s: float) -> None:
         """Stop broker ``node`` as an operator's SIGTERM does with
@@ -421,7 +482,8 @@ class Cluster:
     # -- phases -------------------------------------------------------------------------------
     def boot(self) -> None:
         for name in self.sched.nodes:
-            self.sched.start_node(name)
+            if name not in self.absent:
+                self.sched.start_node(name)
         self.sched.emit("sim", "sim", "phase", phase="workload")
         for f in self.plan:
             self.sched.at(int(float(f["at_s"]) * US), self._fault_starter(f))
@@ -452,7 +514,7 @@ class Cluster:
                 self.stall_fetcher(name, None, -1, 0.0)
             if node.state == "paused":
                 self.sched.resume_node(name)
-            elif node.state == "down":
+            elif node.state == "down" and name not in self.absent:
                 self.sched.restart_node(name)
         self._heal_deadline = self.sched.now + int(self.sc["heal_s"] * US)
         self.sched.at(self.sched.now + US, self._check_convergence)

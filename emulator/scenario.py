@@ -104,6 +104,9 @@ TOP: dict[str, Key] = {
 
 CLUSTER: dict[str, Key] = {
     "brokers": Key(INT, 3, _between(1, 1000, "brokers an emulated cluster holds")),
+    # brokers brokers+1 .. brokers+spare.brokers: not started with the cluster; an
+    # add_broker step starts one (a new broker id registering mid-run)
+    "spare.brokers": Key(INT, 0, _between(0, 1000, "spare brokers")),
     "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
     "num.replica.fetchers": Key(INT, 1, _pos),
@@ -497,7 +500,8 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
         return
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")
-    nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)),
+    every = sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"]
+    nodes = {"controller", *(f"broker-{b}" for b in range(1, every + 1)),
              *(producer_node(i) for i in range(len(sc["producers"])))}
     nodes |= {consumer_node(c["group"], m) for c in sc["consumers"] for m in range(c["members"])}
     if sc["admin"]:
@@ -505,6 +509,16 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     partitions = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
     nodes |= {f"coordinator:{c['group']}" for c in sc["consumers"]}
     _check_names(src, f"{where}.target", targets, nodes, partitions)
+    if fe["fault"] in ("add_broker", "decommission"):
+        brokers = {n for n in nodes if n.startswith("broker-")}
+        _check_names(src, f"{where}.target", targets, brokers, set())
+        if fe["fault"] == "add_broker":
+            spares = {f"broker-{b}" for b in range(sc["cluster"]["brokers"] + 1, every + 1)}
+            for t in targets:
+                if t not in spares:
+                    raise src.error(f"{where}.target", f"{t!r} is not a spare broker (an "
+                                    f"add_broker starts one of cluster.spare.brokers: "
+                                    f"{', '.join(sorted(spares)) or 'none'})")
     if fe["fault"] == "stall_fetcher":
         brokers = {n for n in nodes if n.startswith("broker-")}
         _check_names(src, f"{where}.target", targets, brokers, partitions)
@@ -538,7 +552,7 @@ def _check_reassign(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, 
         if fe["replicas"]:
             raise src.error(f"{where}.replicas", "a cancel_reassign takes no replicas")
         return
-    brokers = sc["cluster"]["brokers"]
+    brokers = sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"]
     reps = fe["replicas"]
     if not reps:
         raise src.error(f"{where}.replicas", "a reassign needs the target replicas, e.g. "

@@ -30,7 +30,10 @@ partition (an operation: leadership moves back to the first assigned replicas th
 take it); ``reassign`` moves a random partition of a data topic to a random set of brokers
 of its replication factor (``kafka-reassign-partitions``; an operation that adds replicas
 before it removes any, so not counted by the budget), cancelled after the fault duration
-one time in three where the era can cancel (KIP-455).
+one time in three where the era can cancel (KIP-455); ``add_broker`` starts the next spare
+broker (``cluster.spare.brokers``), which later faults and reassignments may then pick;
+``decommission`` moves a random broker's replicas away and retires it (never leaving fewer
+brokers than the largest replication factor plus one; later faults no longer pick it).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -56,6 +59,9 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
     if swarm:
         kinds = [k for k in kinds if rng.random() < 0.5] or [rng.choice(kinds)]
     brokers = [f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)]
+    spares = list(range(sc["cluster"]["brokers"] + 1,
+                        sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"] + 1))
+    added: list[int] = []
     topics = sc["topics"]
     min_isr = min(t["min.insync.replicas"] for t in topics)
     lossy_budget = max(0, min_isr - 1) if faults["budget"] else len(brokers)
@@ -195,9 +201,25 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
                      "source": rng.choice(others),
                      "fetcher_id": rng.randrange(sc["cluster"]["num.replica.fetchers"]),
                      "duration_s": dur}
+        elif kind == "add_broker":
+            # the next spare broker (cluster.spare.brokers) joins; the reassign nemesis
+            # may then move replicas to it
+            spare = [b for b in spares if b not in added]
+            if not spare:
+                continue
+            added.append(spare[0])
+            brokers.append(f"broker-{spare[0]}")
+            entry = {"at_s": at, "fault": "add_broker", "target": f"broker-{spare[0]}"}
+        elif kind == "decommission":
+            # a broker leaves for good, once its replicas have moved (never below the
+            # largest replication factor plus one, so they have somewhere to go)
+            if len(brokers) <= max(t["replication.factor"] for t in topics) + 1:
+                continue
+            brokers.remove(node)
+            entry = {"at_s": at, "fault": "decommission", "target": node}
         elif kind == "reassign":
             t0 = rng.choice(topics)
-            ids = list(range(1, len(brokers) + 1))
+            ids = sorted(int(b[7:]) for b in brokers)
             target = rng.sample(ids, min(len(ids), t0["replication.factor"]))
             entry = {"at_s": at, "fault": "reassign",
                      "target": f"{t0['name']}-{rng.randrange(t0['partitions'])}",

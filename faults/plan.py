@@ -47,6 +47,11 @@ Kinds (after Jepsen's nemeses):
   through the OSR; the old ones leave once every new one is in the ISR); with
   ``duration_s`` > 0 the reassignment is cancelled then if it has not completed;
   ``cancel_reassign``: ``kafka-reassign-partitions --cancel`` for the named partitions;
+* ``add_broker`` (an operation): a spare broker (``cluster.spare.brokers``) starts and
+  registers with a new broker id; it hosts nothing until a reassignment moves replicas to
+  it; ``decommission``: every partition with a replica on the target broker is reassigned
+  to the registered broker that hosts the fewest replicas, and once the broker hosts none
+  it stops cleanly, is unregistered from the controller and never comes back;
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
@@ -61,7 +66,8 @@ from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
-               "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign")
+               "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign",
+               "add_broker", "decommission")
 #: plan steps whose target names partitions ("orders-0"), not nodes
 PARTITION_STEPS = ("preferred_election", "reassign", "cancel_reassign")
 LOSSY = ("power_loss",)
@@ -69,7 +75,7 @@ NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "p
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
-           "controlled_shutdown", "reassign")
+           "controlled_shutdown", "reassign", "add_broker", "decommission")
 
 
 class World(Protocol):
@@ -96,6 +102,8 @@ class World(Protocol):
                       duration_s: float) -> None: ...
     def elect_preferred(self, partitions: list[str]) -> None: ...
     def reassign(self, partitions: list[str], replicas: list[int]) -> None: ...
+    def add_broker(self, node: str) -> None: ...
+    def decommission(self, node: str) -> None: ...
     def controlled_shutdown(self, node: str, down_s: float) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
@@ -225,6 +233,12 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         def stop() -> None:
             for n in nodes:
                 world.stall_fetcher(n, sources, fetcher, 0.0)
+    elif kind == "add_broker":
+        for n in nodes:
+            world.add_broker(n)
+    elif kind == "decommission":
+        for n in nodes:
+            world.decommission(n)
     elif kind == "restart":
         for n in nodes:
             world.restart(n)

@@ -289,3 +289,53 @@ def test_the_elr_can_elect_a_replica_a_reassignment_removed_and_added_back_empty
     assert not [e for e in _of(fixed, "leader_elected", topic="orders")
                 if e["election"] == "elr" and e["leader"] == 3]
     assert check_events(fixed).anomalies["lost_acked_write"] == 0
+
+
+def test_a_spare_broker_joins_and_a_decommissioned_one_leaves_for_good() -> None:
+    """expand-and-decommission: spare broker 4 starts at 5 s and registers with a new broker
+    epoch, hosting nothing until orders-0 is moved to it; broker 1's decommission moves each
+    of its replicas (to the broker hosting the fewest), then it stops cleanly, is
+    unregistered, and is never restarted - not even by the heal. Nothing is lost."""
+    evs = _events("expand-and-decommission")
+    (start,) = [e for e in evs if e["event"] == "node_start"]
+    assert start["node"] == "broker-4" and start["ts_us"] == 5_000_000
+    reg = _of(evs, "broker_registered", broker=4)
+    assert reg and reg[0]["broker_epoch"] > max(e["broker_epoch"] for e in evs
+                                                 if e["event"] == "broker_registered"
+                                                 and e["seq"] < reg[0]["seq"])
+    created = _of(evs, "replica_created", replica=4)
+    assert created and min(e["seq"] for e in created) > _of(
+        evs, "reassignment", topic="orders", partition=0, phase="start")[0]["seq"]
+    (done,) = _of(evs, "decommission", phase="done")
+    (gone,) = _of(evs, "broker_unregistered", broker=1)
+    stop = next(e for e in evs if e["event"] == "node_crash" and e["node"] == "broker-1")
+    assert stop["kind"] == "clean_shutdown" and stop["seq"] < done["seq"] < gone["seq"]
+    assert not [e for e in evs if e["event"] == "node_restart" and e["node"] == "broker-1"]
+    assert not [e for e in _of(evs, "final_log", replica=1)]
+    for e in evs:
+        if e["event"] in ("leader_elected", "isr_change") and e["seq"] > done["seq"]:
+            assert 1 not in (e.get("isr") or e.get("new") or []) and e.get("leader") != 1
+    result = check_events(evs)
+    assert result.expect_met and result.anomalies["lost_acked_write"] == 0
+
+
+def test_add_broker_names_a_spare_broker() -> None:
+    with pytest.raises(ScenarioError) as exc:
+        load("default", ['faults.plan=[{at_s = 1, fault = "add_broker", target = "broker-2"}]'])
+    assert "faults.plan[0].target" in str(exc.value) and "spare" in str(exc.value)
+
+
+def test_brokers_join_and_leave_under_the_nemesis_and_a_safe_run_stays_clean() -> None:
+    """add_broker and decommission as nemesis operations, with reassign, kill and
+    partition, acks=all, min ISR 2, RF 3 on 4 + 2 spare brokers: brokers join and leave,
+    nothing forbidden shows."""
+    joined = left = 0
+    for seed in (1, 2, 3):
+        evs = _events("safe-acks-all", "cluster.brokers=4", "cluster.spare.brokers=2",
+                      'faults.nemesis=["add_broker","decommission","reassign","kill",'
+                      '"partition"]', "faults.interval_s=2.0", seed=seed)
+        joined += len([e for e in evs if e["event"] == "node_start"])
+        left += len(_of(evs, "broker_unregistered"))
+        result = check_events(evs)
+        assert result.expect_met, (seed, result.forbidden_found)
+    assert joined > 0 and left > 0

@@ -42,6 +42,10 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # runtime
     "node_crash": ("kind",),
     "node_restart": (),
+    "node_start": (),          # a spare broker added to the cluster (add_broker) starts
+    # decommission: its reassignments (start), then stopped and unregistered (done)
+    "decommission": ("broker", "phase"),
+    "broker_unregistered": ("broker",),
     "node_pause": (),
     "node_resume": (),
     "msg_drop": ("src", "dst", "msg", "reason"),
