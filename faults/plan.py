@@ -233,18 +233,11 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         def stop() -> None:
             for n in nodes:
                 world.stall_fetcher(n, sources, fetcher, 0.0)
-    elif kind == "add_broker":
+    elif kind in ("add_broker", "decommission", "restart", "resume"):
+        act = {"add_broker": world.add_broker, "decommission": world.decommission,
+               "restart": world.restart, "resume": world.resume}[kind]
         for n in nodes:
-            world.add_broker(n)
-    elif kind == "decommission":
-        for n in nodes:
-            world.decommission(n)
-    elif kind == "restart":
-        for n in nodes:
-            world.restart(n)
-    elif kind == "resume":
-        for n in nodes:
-            world.resume(n)
+            act(n)
     elif kind == "heal":
         world.heal_all()
     if stop is not None and dur > 0:

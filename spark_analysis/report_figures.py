@@ -91,10 +91,13 @@ def downsample(ts: Sequence[int], val: Sequence[int], cap: int) -> tuple[list[in
 # --------------------------------------------------------------------------- timelines
 
 
-def _isr_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:
+def _member_spans(changes: list[tuple[int, list[int]]], end_us: int
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Per member, the time spans it belongs to a set that ``changes`` (time, members after
+    the change) define, each change lasting until the next one (the last: ``end_us``)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    changes = sorted(pv.isr, key=lambda c: c[0])
-    for i, (ts, members, _) in enumerate(changes):
+    changes = sorted(changes, key=lambda c: c[0])
+    for i, (ts, members) in enumerate(changes):
         until = changes[i + 1][0] if i + 1 < len(changes) else end_us
         if until <= ts:
             continue
@@ -107,23 +110,16 @@ def _isr_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, 
     return out
 
 
+def _isr_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:
+    return _member_spans([(ts, members) for ts, members, _ in pv.isr], end_us)
+
+
 def _ar_intervals(pv: PartitionView, end_us: int
                   ) -> tuple[dict[int, list[tuple[int, int]]], ...]:
     """Per replica, when it was in the replica list (AR), being added, being removed."""
-    out: tuple[dict[int, list[tuple[int, int]]], ...] = ({}, {}, {})
-    changes = sorted(pv.ar, key=lambda c: c[0])
-    for i, (ts, members, adding, removing) in enumerate(changes):
-        until = changes[i + 1][0] if i + 1 < len(changes) else end_us
-        if until <= ts:
-            continue
-        for table, rs in zip(out, (members, adding, removing), strict=True):
-            for r in rs:
-                spans = table.setdefault(r, [])
-                if spans and spans[-1][1] == ts:
-                    spans[-1] = (spans[-1][0], until)
-                else:
-                    spans.append((ts, until))
-    return out
+    return (_member_spans([(ts, ar) for ts, ar, _, _ in pv.ar], end_us),
+            _member_spans([(ts, adding) for ts, _, adding, _ in pv.ar], end_us),
+            _member_spans([(ts, removing) for ts, _, _, removing in pv.ar], end_us))
 
 
 def _leader_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[int, int]]]:

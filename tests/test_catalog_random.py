@@ -31,6 +31,8 @@ FIRST_DETECTION = {
     "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 3,
     "s17-kafka7415-leader-without-epoch-entry": 13,
+    "kafka15665-reassign-completes-short": 41,
+    "elr-keeps-removed-replica": 37,
 }
 
 
