@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.core import Machine
+from actors.log import RECORD_OVERHEAD_BYTES
 from actors.messages import (
     NONE,
     FetcherStall,
@@ -49,6 +50,7 @@ from actors.messages import (
     ReplicaFetchResponse,
     Tick,
 )
+from actors.quota import ReplicationQuota
 
 if TYPE_CHECKING:
     from actors.replica import Replica
@@ -96,6 +98,7 @@ class FetcherConfig:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_socket_timeout_ms: int = 30_000
+    replica_fetch_backoff_ms: int = 1000
 
 
 class ReplicaFetcherThread(Machine):
@@ -122,6 +125,8 @@ class ReplicaFetcherThread(Machine):
         self._stall_token = 0
         self._held: list[Callable[[], None]] = []
         self._adding = False                 # partitions added this instant: send after
+        #: the broker's follower-side replication throttle (set by the replica manager)
+        self.quota: ReplicationQuota | None = None
 
     def _fields(self) -> dict[str, Any]:
         return {"leader": self.leader, "fetcher_id": self.fetcher}
@@ -174,6 +179,18 @@ class ReplicaFetcherThread(Machine):
         if truncating:
             self._send_epochs(truncating)
             return
+        q = self.quota
+        if ready and q is not None and q.rate >= 0 and q.is_exceeded(now // 1000):
+            # shouldFollowerThrottle: a throttled partition behind the leader's HW is left
+            # out of the request while the follower quota is exceeded
+            kept = [r for r in ready
+                    if not q.is_throttled((r.topic, r.partition)) or r.leo >= r.leader_hw]
+            if not kept:   # an empty request is not sent: the thread backs off
+                self._delay_token += 1
+                self.timer(self.cfg.replica_fetch_backoff_ms,
+                           Tick("fetch_backoff", self._delay_token, 0))
+                return
+            ready = kept
         if ready:
             self._send_fetch(ready)
             return
@@ -246,6 +263,11 @@ class ReplicaFetcherThread(Machine):
         corr = self._in_flight
         self.cancel_timer(self._timeout)
         self._in_flight = -1
+        q = self.quota
+        if q is not None and q.rate >= 0:
+            q.record(sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for a in answers
+                         if isinstance(a, FetchResponse) and q.is_throttled((a.topic, a.partition))
+                         for rec in a.records), self.now_us // 1000)
         self._busy = True
         try:
             for a in answers:

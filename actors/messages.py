@@ -423,6 +423,18 @@ class UnregisterBroker:
     broker: int
 
 
+@message(48)
+class ReplicationThrottle:
+    """A replica manager's replication throttle, as dynamic configs set it (rates in bytes
+    per second, negative: none; the partitions throttled on this broker as a leader and as a
+    follower). Sent by the runtime (``kafka-reassign-partitions --throttle`` / ``--verify``)."""
+
+    leader_rate: int
+    follower_rate: int
+    leader_parts: tuple[tuple[str, int], ...]
+    follower_parts: tuple[tuple[str, int], ...]
+
+
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
 class JoinGroup:

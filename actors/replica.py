@@ -283,6 +283,8 @@ class Replica(Machine):
         #: after an error (``replica.fetch.backoff.ms``; 0: not delayed)
         self.fetch_state = "idle"
         self.fetch_delay_until_us = 0
+        #: follower: the leader's HW in its last answer (how far behind it this replica is)
+        self.leader_hw = 0
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -1148,6 +1150,7 @@ class Replica(Machine):
         self._send_fetch()
 
     def _follower_apply_hw(self, leader_hw: int) -> None:
+        self.leader_hw = leader_hw
         new = min(self.leo, leader_hw)
         new = max(new, self.log.log_start_offset)
         self._set_hw(new, "fetch_response")

@@ -54,9 +54,11 @@ from actors.messages import (
     ReplicaEpochsResponse,
     ReplicaFetch,
     ReplicaFetchResponse,
+    ReplicationThrottle,
     StopReplica,
     Tick,
 )
+from actors.quota import ReplicationQuota
 from actors.replica import Replica
 from actors.wire import fields
 
@@ -87,8 +89,12 @@ class ReplicaManager(Machine):
         self.threads = {(b, i): ReplicaFetcherThread(node, broker_id, b, i, cfg, correlations)
                         for b in brokers if b != broker_id
                         for i in range(cfg.num_replica_fetchers)}
+        #: replication throttles (``ReplicationQuotaManager``, leader and follower side)
+        self.leader_quota = ReplicationQuota()
+        self.follower_quota = ReplicationQuota()
         for t in self.threads.values():
             self.adopt(t)
+            t.quota = self.follower_quota
         self._thread_of: dict[tuple[str, int], ReplicaFetcherThread] = {}
         self.coordinator = coordinator
         if coordinator is not None:
@@ -150,6 +156,9 @@ class ReplicaManager(Machine):
             if not r.hosted:
                 self.touch(r).create_log(self.disk.log(msg.topic, msg.partition))
             self.touch(r).handle(msg, src)
+        elif t is ReplicationThrottle:
+            self.leader_quota.configure(msg.leader_rate, set(msg.leader_parts))
+            self.follower_quota.configure(msg.follower_rate, set(msg.follower_parts))
         elif t is StopReplica:
             r = self.replicas.get((msg.topic, msg.partition))
             if r is None or self.disk is None or not r.hosted:
@@ -174,12 +183,14 @@ class ReplicaManager(Machine):
                 ready = True
                 continue
             answer, _has_data = self.touch(r).follower_fetch(f)
+            answer = self._throttle(r, f, answer)
             if answer.error != NONE or answer.diverging_epoch >= 0:
                 ready = True
             if size < req.min_bytes:
                 size += _bytes(answer)
             answers.append(answer)
         if ready or size >= max(1, req.min_bytes) or req.max_wait_ms <= 0:
+            self._record_throttled(answers)
             self.send(src, ReplicaFetchResponse(NONE, tuple(fields(a) for a in answers),
                                                 req.correlation))
             return
@@ -223,9 +234,33 @@ class ReplicaManager(Machine):
         answers = []
         for f in d.parts:
             r = self.replicas.get((f.topic, f.partition))
-            answers.append(fields(self.touch(r).follower_answer(f) if r is not None
-                                  else _not_here(f)))
-        self.send(d.src, ReplicaFetchResponse(NONE, tuple(answers), d.req.correlation))
+            answers.append(self._throttle(r, f, self.touch(r).follower_answer(f))
+                           if r is not None else _not_here(f))
+        self._record_throttled(answers)
+        self.send(d.src, ReplicaFetchResponse(NONE, tuple(fields(a) for a in answers),
+                                              d.req.correlation))
+
+    # -- replication throttles (leader side) --------------------------------------------------
+    def _throttle(self, r: Replica, f: Fetch, answer: FetchResponse) -> FetchResponse:
+        """``shouldLeaderThrottle``: a throttled partition's records are left out of the
+        answer while the follower is out of the ISR and the leader quota is exceeded."""
+        q = self.leader_quota
+        if (answer.records and f.replica not in r.isr and q.is_throttled((f.topic, f.partition))
+                and q.is_exceeded(self.now_us // 1000)):
+            return FetchResponse(answer.topic, answer.partition, answer.error,
+                                 answer.high_watermark, answer.log_end_offset,
+                                 answer.log_start_offset, (), answer.diverging_epoch,
+                                 answer.diverging_end_offset, answer.leader_epoch,
+                                 answer.correlation)
+        return answer
+
+    def _record_throttled(self, answers: list[FetchResponse]) -> None:
+        """``sizeOfThrottledPartitions``: the bytes of throttled partitions sent count
+        against the leader quota."""
+        q = self.leader_quota
+        if q.rate >= 0:
+            q.record(sum(_bytes(a) for a in answers if q.is_throttled((a.topic, a.partition))),
+                     self.now_us // 1000)
 
 
 def _not_here(f: Fetch) -> FetchResponse:

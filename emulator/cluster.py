@@ -36,13 +36,14 @@ from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from actors.core import Machine
 from actors.eras import rules_for
-from actors.fetcher import FetcherConfig, ReplicaFetcherThread
+from actors.fetcher import REPLICA_MANAGER, FetcherConfig, ReplicaFetcherThread
 from actors.log import BrokerDisk, NoDisk, PartitionLog
 from actors.messages import (
     AlterPartitionReassignments,
     ControlledShutdown,
     ElectLeaders,
     FetcherStall,
+    ReplicationThrottle,
     UnregisterBroker,
 )
 from actors.producer import Producer, ProducerConfig
@@ -100,6 +101,11 @@ class Cluster:
         #: nodes that are not part of the cluster: spares not added yet, decommissioned
         #: brokers; never started nor restarted (the heal leaves them alone)
         self.absent: set[str] = {f"broker-{b}" for b in self.spare_ids}
+        #: reassignment throttles in force: partition -> (bytes/s, leader-throttled
+        #: brokers, follower-throttled brokers); and what each broker was last sent
+        self.throttles: dict[tuple[str, int], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+        self._throttle_sent: dict[int, tuple[int, set[tuple[str, int]], int,
+                                             set[tuple[str, int]]]] = {}
         self.store = ControllerStore()
         #: the replica lists the cluster was created with (reassignments change the
         #: controller's, :attr:`assignment`)
@@ -221,8 +227,13 @@ class Cluster:
                     num_replica_fetchers=cl["num.replica.fetchers"],
                     replica_fetch_wait_max_ms=cl["replica.fetch.wait.max.ms"],
                     replica_fetch_min_bytes=cl["replica.fetch.min.bytes"],
-                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"]), coordinator,
+                    replica_socket_timeout_ms=cl["replica.socket.timeout.ms"],
+                    replica_fetch_backoff_ms=cl["replica.fetch.backoff.ms"]), coordinator,
                     disk)
+                # dynamic configs live in the metadata: a restarted broker keeps its throttle
+                (manager.leader_quota.rate, manager.leader_quota.throttled,
+                 manager.follower_quota.rate,
+                 manager.follower_quota.throttled) = self._throttle_of(b)
                 machines += manager.machines()
                 disk.clean_shutdown = False   # running: an unclean stop from here on
                 return machines
@@ -455,16 +466,63 @@ class Cluster:
         parts = tuple(sorted((t, int(p)) for t, _, p in (x.rpartition("-") for x in partitions)))
         self.sched.inject(("controller", "controller"), ElectLeaders("preferred", parts, 0))
 
-    def reassign(self, partitions: list[str], replicas: list[int]) -> None:
+    def reassign(self, partitions: list[str], replicas: list[int], throttle: int = 0) -> None:
         """``kafka-reassign-partitions``: move ``partitions`` (names) to ``replicas`` (broker
-        ids; none: ``--cancel``), one AlterPartitionReassignments to the controller."""
+        ids; none: ``--cancel``), one AlterPartitionReassignments to the controller. With
+        ``throttle`` (bytes/s, ``--throttle``): the existing replicas are leader-throttled
+        and the adding ones follower-throttled at that rate on every broker involved, until
+        the move is over (``--verify``, checked every second, removes it)."""
         n = self.sched.nodes.get("controller")
         if n is None or n.state == "down":
             return
         target = tuple(replicas)
         parts = tuple(sorted((t, int(p), target)
                              for t, _, p in (x.rpartition("-") for x in partitions)))
+        if throttle > 0 and target:
+            for t, p, _ in parts:
+                rec = self.store.partitions.get((t, p))
+                if rec is not None:
+                    self.throttles[(t, p)] = (throttle, rec.replicas,
+                                              tuple(b for b in target if b not in rec.replicas))
+            self._push_throttles()
+            self.sched.at(self.sched.now + US, self._verify_throttles)
         self.sched.inject(("controller", "controller"), AlterPartitionReassignments(parts, 0))
+
+    def _throttle_of(self, b: int) -> tuple[int, set[tuple[str, int]], int,
+                                            set[tuple[str, int]]]:
+        """Broker ``b``'s throttle: leader rate and partitions, follower rate and
+        partitions (rates: the largest of the throttles that name it; -1: none)."""
+        lead = {tp for tp, (_, ls, _) in self.throttles.items() if b in ls}
+        follow = {tp for tp, (_, _, fs) in self.throttles.items() if b in fs}
+        rate = max((r for tp, (r, ls, fs) in self.throttles.items() if b in ls or b in fs),
+                   default=-1)
+        return rate, lead, rate, follow
+
+    def _push_throttles(self) -> None:
+        """Send every broker whose throttle changed its new one (a dynamic config change)."""
+        for b in (*self.broker_ids, *self.spare_ids):
+            now = self._throttle_of(b)
+            if now == self._throttle_sent.get(b, (-1, set(), -1, set())):
+                continue
+            self._throttle_sent[b] = now
+            node = f"broker-{b}"
+            if self.sched.nodes[node].state != "down":
+                self.sched.inject((node, REPLICA_MANAGER), ReplicationThrottle(
+                    now[0], now[2], tuple(sorted(now[1])), tuple(sorted(now[3]))))
+            self.sched.emit("sim", "nemesis", "replication_throttle", broker=b, rate=now[0],
+                            leader=[f"{t}-{p}" for t, p in sorted(now[1])],
+                            follower=[f"{t}-{p}" for t, p in sorted(now[3])])
+
+    def _verify_throttles(self) -> None:
+        """``--verify``: the throttle of a move that is over is removed."""
+        done = [tp for tp in self.throttles
+                if not self.store.partitions[tp].assignment.reassigning]
+        for tp in done:
+            del self.throttles[tp]
+        if done:
+            self._push_throttles()
+        if self.throttles:
+            self.sched.at(self.sched.now + US, self._verify_throttles)
 
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None:
         self.sched.emit("sim", "nemesis", "fault", fault=fault, phase=phase, target=target,

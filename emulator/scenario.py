@@ -215,6 +215,7 @@ FAULT: dict[str, Key] = {
     "source": Key((str, list), ""),
     "fetcher_id": Key(INT, -1, None),
     "replicas": Key((list,), []),
+    "throttle": Key(INT, 0, _nonneg),
 }
 
 EXPECT: dict[str, Key] = {

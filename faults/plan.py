@@ -20,6 +20,8 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
                           not given) and the thread's fetcher id (-1, the default: all)
     replicas = [4, 5, 6]  for "reassign": the target replica list (broker ids, the first
                           one the preferred leader)
+    throttle = 1000000    for "reassign": ``--throttle`` in bytes/s (0: none): the moving
+                          replicas' traffic outside the ISR is limited until the move ends
 
 Kinds (after Jepsen's nemeses):
 
@@ -101,7 +103,8 @@ class World(Protocol):
     def stall_fetcher(self, node: str, sources: list[str] | None, fetcher: int,
                       duration_s: float) -> None: ...
     def elect_preferred(self, partitions: list[str]) -> None: ...
-    def reassign(self, partitions: list[str], replicas: list[int]) -> None: ...
+    def reassign(self, partitions: list[str], replicas: list[int], throttle: int = 0
+                 ) -> None: ...
     def add_broker(self, node: str) -> None: ...
     def decommission(self, node: str) -> None: ...
     def controlled_shutdown(self, node: str, down_s: float) -> None: ...
@@ -168,8 +171,11 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         replicas = [int(b) for b in f.get("replicas", [])] if kind == "reassign" else []
         dur = float(f.get("duration_s", 0.0))
         extra: dict[str, Any] = {"replicas": replicas} if kind == "reassign" else {}
+        throttle = int(f.get("throttle", 0)) if kind == "reassign" else 0
+        if throttle > 0:
+            extra["throttle"] = throttle
         world.trace_fault(kind, "start", names, duration_s=dur, **extra)
-        world.reassign(names, replicas)
+        world.reassign(names, replicas, throttle)
         if kind == "reassign" and dur > 0:
             def cancel() -> None:   # --cancel, if it is still running then
                 world.trace_fault(kind, "stop", names)

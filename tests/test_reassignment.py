@@ -339,3 +339,44 @@ def test_brokers_join_and_leave_under_the_nemesis_and_a_safe_run_stays_clean() -
         result = check_events(evs)
         assert result.expect_met, (seed, result.forbidden_found)
     assert joined > 0 and left > 0
+
+
+def test_the_replication_quota_measures_over_at_least_ten_windows() -> None:
+    """``ReplicationQuotaManager`` with Kafka's ``Rate``: 11 one-second windows, the elapsed
+    time counted as at least ten of them, so a fresh quota allows a ten-second burst; a
+    partition is throttled only when listed and a rate is set."""
+    from actors.quota import ReplicationQuota
+    q = ReplicationQuota()
+    q.configure(100_000, {("orders", 0)})
+    assert q.is_throttled(("orders", 0)) and not q.is_throttled(("orders", 1))
+    q.record(900_000, 0)
+    assert q.measured(0) == 90_000 and not q.is_exceeded(0)
+    q.record(200_000, 500)
+    assert q.is_exceeded(500)              # 1.1 MB over the ten-second floor
+    assert not q.is_exceeded(12_000)       # the windows of second 0 have aged out
+    q.configure(-1, set())
+    assert not q.is_throttled(("orders", 0)) and not q.is_exceeded(500)
+
+
+def test_a_throttled_reassignment_keeps_its_new_replicas_in_the_osr_until_verify() -> None:
+    """throttled-reassignment: the throttle is set on the six brokers when the move starts
+    (old replicas leader-throttled, new ones follower-throttled), holds the new replicas in
+    the OSR for many seconds once the burst allowance is spent, and is removed once the move
+    is over; without it the same move completes within a second."""
+    evs = _events("throttled-reassignment")
+    start = _of(evs, "reassignment", phase="start")[0]
+    done = _of(evs, "reassignment", phase="complete")[0]
+    assert done["ts_us"] - start["ts_us"] > 10_000_000
+    sets = [e for e in _of(evs, "replication_throttle") if e["rate"] > 0]
+    assert {e["broker"] for e in sets} == {1, 2, 3, 4, 5, 6}
+    assert all(e["leader"] == ["orders-0"] for e in sets if e["broker"] <= 3)
+    assert all(e["follower"] == ["orders-0"] for e in sets if e["broker"] >= 4)
+    cleared = [e for e in _of(evs, "replication_throttle") if e["rate"] < 0]
+    assert {e["broker"] for e in cleared} == {1, 2, 3, 4, 5, 6}
+    assert min(e["ts_us"] for e in cleared) > done["ts_us"]
+    assert check_events(evs).expect_met
+    free = _events("throttled-reassignment", 'faults.plan=[{at_s = 30.0, fault = "reassign", '
+                   'target = "orders-0", replicas = [4, 5, 6]}]')
+    f_start = _of(free, "reassignment", phase="start")[0]
+    f_done = _of(free, "reassignment", phase="complete")[0]
+    assert f_done["ts_us"] - f_start["ts_us"] < 1_000_000

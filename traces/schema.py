@@ -46,6 +46,8 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # decommission: its reassignments (start), then stopped and unregistered (done)
     "decommission": ("broker", "phase"),
     "broker_unregistered": ("broker",),
+    # a reassignment throttle set or removed on a broker (rate -1: none)
+    "replication_throttle": ("broker", "rate", "leader", "follower"),
     "node_pause": (),
     "node_resume": (),
     "msg_drop": ("src", "dst", "msg", "reason"),
