@@ -9,7 +9,9 @@ One per broker node, beside the broker's partition replicas. It does what Kafka'
   re-registers when the controller does not recognise its epoch;
 * keeps the metadata cache (leader and leader epoch per partition) and routes the
   controller's PartitionState (LeaderAndIsr) and BrokerStates to the local replicas,
-  dropping those from a stale controller epoch;
+  dropping those from a stale controller epoch; a state that newly lists this broker goes to
+  the replica manager, which creates the replica, and one that no longer lists it is
+  followed by a StopReplica that deletes it (a reassignment);
 * answers clients' Metadata requests (the leaders of ``__consumer_offsets`` partitions
   too: a client finds its group's coordinator there, as FindCoordinator answers);
 * **controlled shutdown** (``controlled.shutdown.enable``): asked to stop, it asks the

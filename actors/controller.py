@@ -29,6 +29,15 @@ Modelled on KRaft's ``ReplicationControlManager`` and ``PartitionChangeBuilder``
   preferred brokers whose share of partitions they prefer but do not lead is above
   ``leader.imbalance.per.broker.percentage``.
 
+* **Reassignment** (KIP-455, ``changePartitionReassignment`` / ``cancelPartitionReassignment``
+  and ``PartitionChangeBuilder.completeReassignmentIfNeeded``; the ZooKeeper eras'
+  ``onPartitionReassignment``): :mod:`actors.reassignment` computes the replica lists; every
+  partition change completes a move whose target replicas are all in the ISR (its adding
+  ones only before 3.8, KAFKA-15665), moving the leader off a removed replica; traced as
+  ``reassignment`` steps with AR and ISR and as ``replicas_change``.
+* **Brokers leaving**: ``UnregisterBroker`` (``kafka-cluster unregister``) fences, then forgets,
+  a decommissioned broker; partition states go to every registered broker.
+
 Controller state that Kafka keeps in the metadata log (or ZooKeeper) lives in
 :class:`ControllerStore`, which survives controller crashes; heartbeat times are volatile.
 Every partition change is traced as ``partition_state`` with the ZooKeeper path the seeds

@@ -1,7 +1,9 @@
 """One partition replica on one broker: Kafka's ``Partition`` + ``ReplicaFetcherThread``.
 
 The replica is a sans-IO state machine with three roles — ``none`` (just started, waiting
-for the controller's PartitionState), ``leader`` and ``follower`` — and its transitions
+for the controller's PartitionState), ``leader`` and ``follower`` — on a broker that hosts
+the partition (``hosted``: a reassignment creates and deletes the log, :meth:`create_log`,
+:meth:`delete_log`), and its transitions
 are driven by four kinds of input: PartitionState (LeaderAndIsr), requests (Fetch,
 Produce, OffsetsForLeaderEpoch, ListOffsets), responses, and its own timers.
 
