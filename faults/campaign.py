@@ -721,6 +721,11 @@ def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     overrides = list(args.set)
     if args.swarm:
         overrides.append("faults.swarm=true")
+    if args.spark is not None and "://" in args.spark:
+        from spark_analysis.session import unreachable_master
+        why = unreachable_master(args.spark)
+        if why:
+            raise CampaignError(f"--spark {args.spark}: {why}")
     return CampaignConfig(scenario=args.scenario, seeds=parse_seeds(args.seeds),
                           overrides=overrides, jobs=args.jobs, out=args.out,
                           keep_all=args.keep_all, check_determinism=args.check_determinism,

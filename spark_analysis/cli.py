@@ -28,7 +28,7 @@ import orjson
 
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
-from spark_analysis.session import build_session
+from spark_analysis.session import build_session, unreachable_master
 from traces.schema import ANOMALIES
 
 
@@ -70,6 +70,9 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
     if args.master is not None and not MASTER_URL.match(args.master):
         return (f"--master {args.master!r}: not a Spark master URL (local[N], local[*], "
                 f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
+    unreachable = unreachable_master(args.master)
+    if unreachable:
+        return f"--master {args.master}: {unreachable}"
     inputs = {Path(p).resolve() for p in args.paths}
     for flag, value in (("--out", args.out), ("--cache", args.cache)):
         if value is None or "://" in value:
@@ -89,6 +92,15 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _java_reason(exc: BaseException) -> str:
+    """The one line of a Java error that says what went wrong (``: java.lang.X: why``)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith(": "):
+            return ln[2:]
+    return lines[0] if lines else type(exc).__name__
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     problem = _check_outputs(args)
@@ -97,6 +109,13 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         spark = build_session(args.master)
+    except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
+        if args.master is None or args.master.startswith("local"):
+            raise
+        print(f"isrlab analyze: --master {args.master}: Spark could not start a session "
+              f"there ({_java_reason(exc)})", file=sys.stderr)
+        return 2
+    try:
         loaded = load_traces(spark, args.paths, cache_dir=args.cache, careful=args.careful)
     except TraceInputError as exc:
         print(f"isrlab analyze: {exc}", file=sys.stderr)

@@ -31,9 +31,11 @@ The analysis code uses DataFrames only — no RDDs, no ``sparkContext`` outside 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from pyspark.sql import SparkSession
 
@@ -75,6 +77,33 @@ def driver_memory_gib() -> int:
     except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
         return 2
     return max(2, min(8, total // 3 // (1 << 30)))
+
+
+#: the ports Spark's master URLs mean when they name none
+_DEFAULT_PORTS: Final = {"spark": 7077, "sc": 15002}
+
+
+def unreachable_master(master: str | None, timeout_s: float = 5.0) -> str | None:
+    """Why a ``spark://`` or ``sc://`` master cannot be reached (no host of the URL accepts
+    a TCP connection within ``timeout_s``), or None. Spark itself would retry for a minute
+    and end in a page of Java; other forms (local, yarn, k8s) are not probed."""
+    if master is None or "://" not in master:
+        return None
+    scheme, _, rest = master.partition("://")
+    if scheme not in _DEFAULT_PORTS:
+        return None
+    hosts = rest.split("/", 1)[0].split(";", 1)[0].split(",")
+    reasons = []
+    for h in hosts:
+        host, colon, port = h.rpartition(":")
+        if not colon or not port.isdigit():
+            host, port = h, str(_DEFAULT_PORTS[scheme])
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return None
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    return "cannot reach the master (" + "; ".join(reasons) + ")"
 
 
 def build_session(

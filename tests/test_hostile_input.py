@@ -241,3 +241,24 @@ def test_analyze_checks_its_master_and_output_folders_before_spark_starts(
     value = {"FILE": str(blocker), "INPUT": str(trace)}.get(value, value)
     _one_line_exit_2(_isrlab("analyze", str(trace), flag, value), flag, words)
     assert trace.read_text() == "{}\n" and blocker.read_text() == "x"
+
+
+def _closed_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_spark_master_is_one_line_and_exit_2_at_once(tmp_path: Path) -> None:
+    """Class 8: a ``spark://`` master nobody listens on used to cost a minute of JVM retries
+    and end in a Python traceback; ``analyze --master`` and ``campaign --spark`` now probe it
+    first (a TCP connect to each listed host) and say so in one line, exit 2."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("{}\n")
+    master = f"spark://127.0.0.1:{_closed_port()}"
+    _one_line_exit_2(_isrlab("analyze", str(trace), "--master", master), "--master",
+                     "cannot reach the master")
+    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "1:2", "--spark", master,
+                             "--out", str(tmp_path / "c")), "--spark", "cannot reach the master")
+    assert not (tmp_path / "c").exists()
