@@ -380,3 +380,30 @@ def test_a_throttled_reassignment_keeps_its_new_replicas_in_the_osr_until_verify
     f_start = _of(free, "reassignment", phase="start")[0]
     f_done = _of(free, "reassignment", phase="complete")[0]
     assert f_done["ts_us"] - f_start["ts_us"] < 1_000_000
+
+
+def test_kip966_keeps_a_replica_a_cancelled_move_removed_in_the_elr_and_elects_it() -> None:
+    """The controller alone, step by step (the minimal form of elr-keeps-removed-replica, as
+    Kafka's PartitionChangeBuilder reads up to trunk of October 2024): [1,2] (min ISR 2, 2
+    fenced: ISR [1]) -> [3,4]; 3 joins (ISR [1,3]); cancel -> [1,2] with ISR [1], and 3 — no
+    longer a replica — in the ELR. A move back to [1,3] adds 3 (its log deleted, so empty);
+    when 1 is fenced the ISR empties and the ELR election picks 3. With ELR-IN-REPLICAS the
+    ELR never holds 3 and the partition waits for 1."""
+    from actors.eras import rules_for
+
+    def play(fixes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
+        ctx = Ctx((1, 2, 3, 4), [(1, 2)], min_isr=2)
+        ctx.c.rules = rules_for("4.1", (), fixes)
+        ctx.fence(2)
+        assert ctx.p().isr == (1,)
+        assert _reassign(ctx, (0, (3, 4))) == {0: NONE}
+        ctx.alter(1, (1, 3))
+        assert _reassign(ctx, (0, ())) == {0: NONE}
+        elr_after_cancel = ctx.p().elr
+        assert ctx.p().replicas == (1, 2)
+        assert _reassign(ctx, (0, (1, 3))) == {0: NONE}
+        ctx.fence(1)
+        return elr_after_cancel, ctx.p().leader
+
+    assert play(()) == ((3,), 3)
+    assert play(("ELR-IN-REPLICAS",)) == ((), -1)
