@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.core import Machine
-from actors.log import RECORD_OVERHEAD_BYTES
+from actors.log import records_bytes
 from actors.messages import (
     NONE,
     FetcherStall,
@@ -265,9 +265,9 @@ class ReplicaFetcherThread(Machine):
         self._in_flight = -1
         q = self.quota
         if q is not None and q.rate >= 0:
-            q.record(sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for a in answers
-                         if isinstance(a, FetchResponse) and q.is_throttled((a.topic, a.partition))
-                         for rec in a.records), self.now_us // 1000)
+            q.record(sum(records_bytes(a.records) for a in answers
+                         if isinstance(a, FetchResponse)
+                         and q.is_throttled((a.topic, a.partition))), self.now_us // 1000)
         self._busy = True
         try:
             for a in answers:

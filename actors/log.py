@@ -23,12 +23,18 @@ diverging-epoch check.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from actors.messages import Record
 
 UNDEFINED = -1
 RECORD_OVERHEAD_BYTES = 70   # a v2 record batch header amortised + record framing
+
+
+def records_bytes(records: Iterable[Record]) -> int:
+    """The bytes ``records`` take on disk and on the wire (framing plus values)."""
+    return sum(RECORD_OVERHEAD_BYTES + len(r[1]) for r in records)
 
 
 @dataclass(slots=True)
@@ -308,7 +314,7 @@ class PartitionLog:
         seg = self.segments[-1]
         base = seg.base_offset
         recs = [r for r in self.records[max(0, base - self.base):]] if self.records else []
-        seg.size = sum(RECORD_OVERHEAD_BYTES + len(r[1]) for r in recs)
+        seg.size = records_bytes(recs)
         seg.largest_timestamp = max((r[3] for r in recs), default=-1)
 
     def delete_segments_below(self, offset: int) -> list[Segment]:

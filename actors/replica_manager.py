@@ -41,7 +41,7 @@ from actors.fetcher import (
     ReplicaFetcherThread,
     fetcher_id,
 )
-from actors.log import RECORD_OVERHEAD_BYTES, BrokerDisk, PartitionLog
+from actors.log import RECORD_OVERHEAD_BYTES, BrokerDisk, PartitionLog, records_bytes
 from actors.messages import (
     NONE,
     NOT_LEADER_OR_FOLLOWER,
@@ -222,7 +222,7 @@ class ReplicaManager(Machine):
                     f.current_leader_epoch >= 0 and f.current_leader_epoch != r.leader_epoch):
                 return True
             if f.fetch_offset < r.leo:
-                size += sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for rec in r.log.read(
+                size += records_bytes(r.log.read(
                     f.fetch_offset, r.leo, d.req.min_bytes // RECORD_OVERHEAD_BYTES + 1))
                 if size >= max(1, d.req.min_bytes):
                     return True
@@ -269,4 +269,4 @@ def _not_here(f: Fetch) -> FetchResponse:
 
 
 def _bytes(answer: FetchResponse) -> int:
-    return sum(RECORD_OVERHEAD_BYTES + len(rec[1]) for rec in answer.records)
+    return records_bytes(answer.records)
