@@ -8,9 +8,11 @@ broker involved, ``leader.replication.throttled.rate`` and
 them once the move is done. The broker's quota for a side then:
 
 * says whether a partition is throttled on this broker (``isThrottled``);
-* measures the bytes of throttled partitions it moved (``record``) as a rate over
-  ``replication.quota.window.num`` (11) windows of ``replication.quota.window.size.seconds``
-  (1 s), the elapsed time counted as at least ten full windows, as Kafka's ``Rate`` does;
+* measures the bytes of throttled partitions it moved (``record``) as a rate
+  (``SimpleRate``): a sample opens when a record or a measurement finds none open and lasts
+  ``replication.quota.window.size.seconds`` (1 s); ``replication.quota.window.num`` (11)
+  samples are kept, and the rate is their bytes over the time since the oldest one opened,
+  at least one window (``SimpleRate.windowSize``, unlike the client quotas' ``Rate``);
 * is exceeded when that rate is above the configured one (``isQuotaExceeded``).
 
 The leader leaves a throttled partition's records out of a follower's fetch while the
@@ -36,31 +38,36 @@ class ReplicationQuota:
     #: bytes per second; negative: no throttle
     rate: int = -1
     throttled: set[tuple[str, int]] = field(default_factory=set)
-    #: window index (now_ms // WINDOW_MS) -> bytes recorded in it
-    _windows: dict[int, int] = field(default_factory=dict)
+    windows: int = WINDOWS
+    #: the samples kept: [opened at ms, bytes], oldest first
+    _samples: list[list[int]] = field(default_factory=list)
 
     def is_throttled(self, tp: tuple[str, int]) -> bool:
         return self.rate >= 0 and tp in self.throttled
 
+    def _purge(self, now_ms: int) -> None:
+        """``purgeObsoleteSamples``: a sample older than all the windows kept is gone."""
+        horizon = self.windows * WINDOW_MS
+        self._samples = [s for s in self._samples if now_ms - s[0] < horizon]
+
     def record(self, nbytes: int, now_ms: int) -> None:
         if nbytes <= 0 or self.rate < 0:
             return
-        w = now_ms // WINDOW_MS
-        self._windows[w] = self._windows.get(w, 0) + nbytes
-        for old in [k for k in self._windows if k <= w - WINDOWS]:
-            del self._windows[old]
+        self._purge(now_ms)
+        if not self._samples or now_ms >= self._samples[-1][0] + WINDOW_MS:
+            self._samples.append([now_ms, 0])   # SampledStat.current: a new sample
+        self._samples[-1][1] += nbytes
 
     def measured(self, now_ms: int) -> float:
-        """Bytes per second over the kept windows (``Rate.measure``)."""
-        w = now_ms // WINDOW_MS
-        total = sum(b for k, b in self._windows.items() if k > w - WINDOWS)
-        if not total:
-            return 0.0
-        oldest = min(k for k in self._windows if k > w - WINDOWS) * WINDOW_MS
-        elapsed = max(now_ms - oldest, (WINDOWS - 1) * WINDOW_MS)
-        return total * 1000.0 / elapsed
+        """Bytes per second (``SimpleRate.measure``)."""
+        self._purge(now_ms)
+        if not self._samples:
+            self._samples.append([now_ms, 0])   # SampledStat.oldest opens one
+        total = sum(b for _, b in self._samples)
+        return total * 1000.0 / max(now_ms - self._samples[0][0], WINDOW_MS)
 
     def is_exceeded(self, now_ms: int) -> bool:
+        """``isQuotaExceeded``: the measured rate is above the quota's bound."""
         return self.rate >= 0 and self.measured(now_ms) > self.rate
 
     def configure(self, rate: int, throttled: set[tuple[str, int]]) -> None:
@@ -68,4 +75,4 @@ class ReplicationQuota:
         self.rate = rate
         self.throttled = set(throttled)
         if rate < 0:
-            self._windows.clear()
+            self._samples.clear()

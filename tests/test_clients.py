@@ -269,6 +269,84 @@ def test_a_failed_batch_is_resent_only_after_retry_backoff() -> None:
     assert [m.records[0][1] for m in again] == ["p0-0"]
 
 
+def _bare_producer(**cfg: Any) -> tuple[Any, Any, Any]:
+    """A producer machine on one partition, its ``sent(kind)`` and ``metadata(leader)``."""
+    import random
+
+    from actors.core import Send
+    from actors.messages import MetadataRequest, MetadataResponse
+    from actors.producer import Producer, ProducerConfig
+
+    p = Producer("producer-0", 0, ProducerConfig("orders", 1, keys=0, rate=10.0, **cfg),
+                 random.Random(1), brokers=(1, 2, 3))
+
+    def sent(kind: type) -> list[Any]:
+        return [e.msg for e in p.drain() if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+    def metadata(leader: int) -> None:
+        ask = sent(MetadataRequest)
+        assert ask
+        p.handle(MetadataResponse((("orders", 0, leader, 1),), ask[-1].correlation),
+                 ("broker-1", "broker"))
+    return p, sent, metadata
+
+
+def test_a_lingered_batch_without_a_leader_keeps_filling_and_asks_for_metadata() -> None:
+    """``RecordAccumulator``: the last batch of a partition takes records until it is full;
+    ``linger.ms`` only makes it ready, and a ready batch without a leader makes the sender
+    request metadata. So records produced while no leader is known leave in one batch."""
+    from actors.messages import MetadataRequest, MetadataResponse, Produce, Tick
+    p, sent, metadata = _bare_producer()
+    me = ("producer-0", "producer")
+    p.start()
+    metadata(-1)                     # no leader yet
+    for i in range(5):               # five records, 100 ms apart, lingering 5 ms each
+        p.now_us = i * 100_000
+        p.handle(Tick("produce", 0, 0), me)
+        p.now_us += 5_000
+        p.handle(Tick("linger", 0, 0), me)
+    out = [e.msg for e in p.drain() if hasattr(e, "msg")]
+    assert not any(isinstance(m, Produce) for m in out)
+    assert any(isinstance(m, MetadataRequest) for m in out)
+    p.now_us = 500_000
+    ask = [m for m in out if isinstance(m, MetadataRequest)][-1]
+    p.handle(MetadataResponse((("orders", 0, 2, 1),), ask.correlation), ("broker-1", "broker"))
+    (req,) = sent(Produce)
+    assert [r[1] for r in req.records] == [f"p0-{i}" for i in range(5)]
+
+
+def test_an_idempotent_retry_waits_until_it_is_first_in_flight() -> None:
+    """``RecordAccumulator.shouldStopDrainBatchesForPartition``: with batches 0 and 1 in
+    flight and 0 failing, 0 is not resent beside 1 (which would answer
+    OUT_OF_ORDER_SEQUENCE_NUMBER in turn); once 1 is answered too, 0 goes alone first."""
+    from actors.messages import Produce, ProduceResponse, Tick
+    p, sent, metadata = _bare_producer(retry_backoff_ms=100)
+    me = ("producer-0", "producer")
+    p.start()
+    metadata(2)
+    reqs = []
+    for i in range(2):
+        p.now_us = i * 100_000
+        p.handle(Tick("produce", 0, 0), me)
+        p.now_us += 5_000
+        p.handle(Tick("linger", 0, 0), me)
+        reqs += sent(Produce)
+    assert [r.records[0][5] for r in reqs] == [0, 1]          # sequences 0 and 1
+    p.now_us = 110_000
+    p.handle(ProduceResponse("orders", 0, "NOT_LEADER_OR_FOLLOWER", -1, reqs[0].correlation),
+             ("broker-2", "orders-0"))
+    metadata(2)
+    p.now_us = 220_000
+    p.handle(Tick("retry", 0, 0), me)
+    assert sent(Produce) == []                                  # 1 is still first in flight
+    p.handle(ProduceResponse("orders", 0, "OUT_OF_ORDER_SEQUENCE_NUMBER", -1,
+                             reqs[1].correlation), ("broker-2", "orders-0"))
+    p.now_us = 330_000
+    p.handle(Tick("retry", 0, 0), me)
+    (again,) = sent(Produce)
+    assert again.records[0][5] == 0
+
+
 def test_cooperative_sticky_assignment_is_balanced_and_keeps_owners() -> None:
     """``CooperativeStickyAssignor``: every member gets n // m or one more partitions, and a
     partition stays with its owner whenever balance allows — a joining member takes only

@@ -341,27 +341,10 @@ def test_brokers_join_and_leave_under_the_nemesis_and_a_safe_run_stays_clean() -
     assert joined > 0 and left > 0
 
 
-def test_the_replication_quota_measures_over_at_least_ten_windows() -> None:
-    """``ReplicationQuotaManager`` with Kafka's ``Rate``: 11 one-second windows, the elapsed
-    time counted as at least ten of them, so a fresh quota allows a ten-second burst; a
-    partition is throttled only when listed and a rate is set."""
-    from actors.quota import ReplicationQuota
-    q = ReplicationQuota()
-    q.configure(100_000, {("orders", 0)})
-    assert q.is_throttled(("orders", 0)) and not q.is_throttled(("orders", 1))
-    q.record(900_000, 0)
-    assert q.measured(0) == 90_000 and not q.is_exceeded(0)
-    q.record(200_000, 500)
-    assert q.is_exceeded(500)              # 1.1 MB over the ten-second floor
-    assert not q.is_exceeded(12_000)       # the windows of second 0 have aged out
-    q.configure(-1, set())
-    assert not q.is_throttled(("orders", 0)) and not q.is_exceeded(500)
-
-
 def test_a_throttled_reassignment_keeps_its_new_replicas_in_the_osr_until_verify() -> None:
     """throttled-reassignment: the throttle is set on the six brokers when the move starts
     (old replicas leader-throttled, new ones follower-throttled), holds the new replicas in
-    the OSR for many seconds once the burst allowance is spent, and is removed once the move
+    the OSR for many seconds, and is removed once the move
     is over; without it the same move completes within a second."""
     evs = _events("throttled-reassignment")
     start = _of(evs, "reassignment", phase="start")[0]

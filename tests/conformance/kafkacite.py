@@ -39,6 +39,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
     "PartitionChangeBuilderTest":
         "metadata/src/test/java/org/apache/kafka/controller/PartitionChangeBuilderTest.java",
+    "ReplicationQuotaManagerTest":
+        "core/src/test/scala/unit/kafka/server/ReplicationQuotaManagerTest.scala",
     "PartitionReassignmentReplicasTest":
         "metadata/src/test/java/org/apache/kafka/controller/"
         "PartitionReassignmentReplicasTest.java",
