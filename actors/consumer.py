@@ -51,6 +51,7 @@ from actors.core import Address
 from actors.group import protocol_of
 from actors.messages import (
     FENCED_LEADER_EPOCH,
+    ILLEGAL_GENERATION,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
@@ -89,6 +90,7 @@ class ConsumerConfig:
     max_poll_records: int = 500
     retry_backoff_ms: int = 100
     offsets_topic_partitions: int = 50
+    metadata_max_age_ms: int = 300000
 
 
 class Consumer(Client):
@@ -96,8 +98,13 @@ class Consumer(Client):
                  incarnation: int = 1) -> None:
         super().__init__(node, "consumer", brokers=brokers,
                          request_timeout_ms=cfg.request_timeout_ms,
-                         retry_backoff_ms=cfg.retry_backoff_ms)
+                         retry_backoff_ms=cfg.retry_backoff_ms,
+                         metadata_max_age_ms=cfg.metadata_max_age_ms)
         self.cfg = cfg
+        #: the topic's partition count as the metadata shows it, and the count this member
+        #: last joined the group with
+        self.partitions = cfg.partitions
+        self._joined_partitions = cfg.partitions
         self.incarnation = incarnation
         self.assigned: tuple[int, ...] = ()
         self.generation = -1
@@ -152,8 +159,9 @@ class Consumer(Client):
             self.refresh_metadata()
             self.timer(cfg.retry_backoff_ms * 5, Tick("join_timeout", corr, 0))
             return
+        self._joined_partitions = self.partitions
         self.send(coordinator, JoinGroup(cfg.group, self.consumer_name, self.incarnation,
-                                         cfg.topic, cfg.partitions, cfg.assignor,
+                                         cfg.topic, self.partitions, cfg.assignor,
                                          cfg.session_timeout_ms, corr))
         self.timer(cfg.request_timeout_ms, Tick("join_timeout", corr, 0))
 
@@ -200,6 +208,25 @@ class Consumer(Client):
         for p in new:
             if p not in self.position and p not in self.outstanding:
                 self._offset_fetch(p)
+        if self._joined_partitions < self.partitions:
+            self._prepare_rebalance()   # the topic grew while this join was under way
+
+    def on_metadata(self) -> None:
+        """The metadata shows more partitions of the topic (created, or partitions added):
+        the member rejoins so that the group spreads them (``ConsumerCoordinator``
+        ``rejoinNeededOrPending``: "cached metadata has changed"; Kafka lets only the
+        group leader's metadata trigger it, isrlab any member's: docs/fidelity.md). Until
+        then the new partitions are read by no one; with ``auto.offset.reset = latest``
+        whatever is written to them before the group takes them is skipped, as in Kafka."""
+        n = self.partition_count(self.cfg.topic)
+        if n <= self.partitions:
+            return
+        old, self.partitions = self.partitions, n
+        self.emit("partitions_change", topic=self.cfg.topic, old=old, new=n,
+                  group=self.cfg.group, consumer=self.consumer_name)
+        if (self.generation >= 0 and not self._rejoining and not self._sync_commits
+                and self._join_corr < 0):
+            self._prepare_rebalance()
 
     def _prepare_rebalance(self) -> None:
         """``ConsumerCoordinator.onJoinPrepare``: commit every position while the generation
@@ -392,7 +419,9 @@ class Consumer(Client):
             self._on_assignment(msg)
         elif t is GroupHeartbeatResponse:
             self._last_coordinator_ms = self.now_ms
-            if msg.error == UNKNOWN_MEMBER_ID:
+            if msg.error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+                # unknown, or a generation the coordinator does not have (it lost it in a
+                # fail-over): resetGenerationOnResponseError — the partitions are lost
                 self._lose_partitions()
                 self._join()
             elif msg.error in COORDINATOR_ERRORS:

@@ -69,6 +69,8 @@ from actors.messages import (
     BrokerStates,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    CreatePartitions,
+    CreateTopics,
     ElectLeaders,
     ElectLeadersResponse,
     PartitionState,
@@ -224,6 +226,10 @@ class Controller(Machine):
             self._on_alter_reassignments(msg, src)
         elif t is UnregisterBroker:
             self._unregister(msg.broker)
+        elif t is CreateTopics:
+            self._on_create_topics(msg)
+        elif t is CreatePartitions:
+            self._on_create_partitions(msg)
         elif t is Tick and msg.kind == "leader_balance":
             self._balance_leaders()
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
@@ -309,6 +315,8 @@ class Controller(Machine):
         self._catch_up(broker)
 
     def _elect_initial(self, p: PartitionRecord) -> None:
+        if p.partition_epoch >= 0:
+            return   # created by a CreateTopics / CreatePartitions before the bootstrap
         p.isr = p.replicas
         p.leader = p.replicas[0]
         p.leader_epoch = 0
@@ -316,6 +324,92 @@ class Controller(Machine):
         self.emit("isr_change", topic=p.topic, partition=p.partition, old=[],
                   new=list(p.isr), reason="create", leader_epoch=0, partition_epoch=0)
         self._elected(p, "preferred")
+
+    # -- topics and partitions (CreateTopics, CreatePartitions) ------------------------------
+    def _partition_count(self, topic: str) -> int:
+        return sum(1 for t, _ in self.store.partitions if t == topic)
+
+    def _on_create_topics(self, m: CreateTopics) -> None:
+        """``ReplicationControlManager.createTopic``: TOPIC_ALREADY_EXISTS for a known name;
+        else its partitions are placed and created as :meth:`_create` does."""
+        if self._partition_count(m.topic):
+            self.emit("create_partitions", topic=m.topic, request="CreateTopics", old=-1,
+                      count=m.partitions, error="TOPIC_ALREADY_EXISTS", replicas=[])
+            return
+        self._create(m.topic, 0, m.partitions, m.replication_factor, m.min_isr, m.unclean,
+                     "CreateTopics")
+
+    def _on_create_partitions(self, m: CreatePartitions) -> None:
+        """``ReplicationControlManager.createPartitions`` (KIP-195): only an increase is
+        valid (INVALID_PARTITIONS otherwise); the replication factor is the length of the
+        first partition's replica list — its whole list, so during a reassignment of it
+        the removing replicas count too, as ``topicInfo.parts`` gives them in Kafka (the
+        ZooKeeper eras' ``AdminZkClient.createPartitions`` reads partition 0 the same way);
+        the topic's configs (min ISR, unclean election) carry over."""
+        have = self._partition_count(m.topic)
+        first = self.store.partitions.get((m.topic, 0))
+        if not have or first is None:
+            err = "UNKNOWN_TOPIC_OR_PARTITION"
+        elif m.count <= have:
+            err = "INVALID_PARTITIONS"
+        else:
+            self._create(m.topic, have, m.count, len(first.replicas), first.min_isr,
+                         first.unclean, "CreatePartitions")
+            return
+        self.emit("create_partitions", topic=m.topic, request="CreatePartitions", old=have,
+                  count=m.count, error=err, replicas=[])
+
+    def _place(self, first: int, count: int, rf: int) -> list[tuple[int, ...]] | str:
+        """Replica lists for partitions ``first`` .. ``count - 1``, or an error.
+
+        KRaft's ``StripedReplicaPlacer`` places on the registered brokers that are not
+        shutting down, a partition's leader slot on an unfenced one and fenced brokers only
+        when unfenced ones run out; INVALID_REPLICATION_FACTOR when every broker is fenced
+        or fewer brokers than ``rf`` are registered. The ZooKeeper eras'
+        ``AdminUtils.assignReplicasToBrokers`` places on the live brokers only. Kafka
+        shuffles its start with a random; isrlab rotates deterministically (partition
+        ``p`` starts at the ``p``-th broker), which is the placement the cluster was
+        created with (docs/fidelity.md)."""
+        st = self.store
+        if self.rules.zk_controller:
+            up = [b for b in sorted(st.brokers) if not st.brokers[b].fenced]
+            fenced: list[int] = []
+        else:
+            usable = [b for b in sorted(st.brokers) if not st.brokers[b].shutting_down]
+            up = [b for b in usable if not st.brokers[b].fenced]
+            fenced = [b for b in usable if st.brokers[b].fenced]
+        if not up or rf > len(up) + len(fenced) or rf <= 0:
+            return "INVALID_REPLICATION_FACTOR"
+        out = []
+        for p in range(first, count):
+            k, j = p % len(up), p % max(1, len(fenced))
+            out.append(tuple((up[k:] + up[:k] + fenced[j:] + fenced[:j])[:rf]))
+        return out
+
+    def _create(self, topic: str, first: int, count: int, rf: int, min_isr: int,
+                unclean: bool, request: str) -> None:
+        """New partitions ``first`` .. ``count - 1``: each one's ISR is its replicas that
+        are unfenced and not shutting down (``isActive``), its leader the first of them,
+        leader and partition epoch 0 (``buildPartitionRegistration``); published to every
+        broker, whose replica manager creates the replica with an empty log where it is
+        listed."""
+        placed = self._place(first, count, rf)
+        if isinstance(placed, str):
+            self.emit("create_partitions", topic=topic, request=request, old=first,
+                      count=count, error=placed, replicas=[])
+            return
+        self.emit("create_partitions", topic=topic, request=request, old=first, count=count,
+                  error=NONE, replicas=[list(r) for r in placed])
+        for p, replicas in enumerate(placed, start=first):
+            isr = tuple(b for b in replicas if self._acceptable(b))
+            rec = self.store.partitions[(topic, p)] = PartitionRecord(
+                topic, p, replicas, min_isr, unclean, leader=isr[0], leader_epoch=0, isr=isr,
+                partition_epoch=0)
+            self.emit("replicas_change", topic=topic, partition=p, old=[], new=list(replicas),
+                      adding=[], removing=[], reason="create")
+            self.emit("isr_change", topic=topic, partition=p, old=[], new=list(isr),
+                      reason="create_partitions", leader_epoch=0, partition_epoch=0)
+            self._elected(rec, "preferred")
 
     # -- preferred elections -----------------------------------------------------------
     def _elect_preferred(self, p: PartitionRecord) -> str:

@@ -303,7 +303,9 @@ class GroupCoordinator(Machine):
         g = self.groups.get(m.group)
         if g is None:
             g = self.groups[m.group] = Group(m.group)
-        g.topic, g.partitions, g.assignor = m.topic, m.partitions, m.assignor
+        # partitions only grow: a member with older metadata does not shrink the group's
+        grew = m.partitions > g.partitions
+        g.topic, g.partitions, g.assignor = m.topic, max(g.partitions, m.partitions), m.assignor
         old = g.members.get(m.member)
         g.members[m.member] = Member(src, m.incarnation, self.now_ms, m.session_timeout_ms)
         if old is not None and old.incarnation == m.incarnation and m.member in g.pending:
@@ -313,6 +315,11 @@ class GroupCoordinator(Machine):
                 self._complete_rebalance(g)
             return
         if old is not None and old.incarnation == m.incarnation and g.generation > 0:
+            if grew and not g.pending:
+                # a member saw the topic grow: a new generation spreads the new partitions
+                self._rebalance(g, f"{m.member}: metadata changed ({m.topic} has "
+                                f"{m.partitions} partitions)", joined=m.member)
+                return
             if not g.pending:
                 self.send(src, GroupAssignment(g.name, m.member, g.generation,
                                                g.assignment.get(m.member, ()), NONE,
@@ -358,7 +365,14 @@ class GroupCoordinator(Machine):
             self.send(src, GroupHeartbeatResponse(m.group, m.member, UNKNOWN_MEMBER_ID, -1))
             return
         member.last_heartbeat_ms = self.now_ms
-        if m.member in g.pending:                 # the notification may have been lost
+        if m.generation > g.generation:
+            # the member holds a generation this coordinator never completed: the record of
+            # it was lost with the previous coordinator (it is written beside the
+            # assignment, not before it). Kafka's handleHeartbeat checks the generation
+            # first: ILLEGAL_GENERATION, and the member rejoins with its partitions lost.
+            self.send(src, GroupHeartbeatResponse(m.group, m.member, ILLEGAL_GENERATION,
+                                                  g.generation))
+        elif m.member in g.pending:                 # the notification may have been lost
             self.send(src, GroupHeartbeatResponse(m.group, m.member, REBALANCE_IN_PROGRESS,
                                                   g.generation))
             self.send(src, GroupAssignment(g.name, m.member, g.generation,

@@ -435,6 +435,28 @@ class ReplicationThrottle:
     follower_parts: tuple[tuple[str, int], ...]
 
 
+@message(49)
+class CreateTopics:
+    """CreateTopicsRequest (``kafka-topics --create``) for one topic, with the replica
+    placement left to the controller. Sent by the runtime (the operator)."""
+
+    topic: str
+    partitions: int
+    replication_factor: int
+    min_isr: int
+    unclean: bool
+
+
+@message(50)
+class CreatePartitions:
+    """CreatePartitionsRequest (``kafka-topics --alter --partitions N``, KIP-195): the
+    topic's partition count becomes ``count``; placement left to the controller. Sent by
+    the runtime (the operator)."""
+
+    topic: str
+    count: int
+
+
 # --- consumer groups -------------------------------------------------------------------------
 @message(30)
 class JoinGroup:

@@ -234,6 +234,12 @@ class StickyPartitioner:
             self._switch()
         return chosen
 
+    def set_num_partitions(self, num_partitions: int) -> None:
+        """The topic grew (``CreatePartitions``): later switches choose among all of them;
+        the current partition stays until its batch closes."""
+        _check_partitions(num_partitions)
+        self._num_partitions = num_partitions
+
     def on_new_batch(self) -> int:
         """The current batch is closed: move to another partition and return it."""
         return self._switch()

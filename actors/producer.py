@@ -74,6 +74,7 @@ class ProducerConfig:
     request_timeout_ms: int = 30000
     delivery_timeout_ms: int = 120000
     record_bytes: int = 100
+    metadata_max_age_ms: int = 300000
 
 
 #: the workload clock's finest step (see the module note)
@@ -98,13 +99,17 @@ class Producer(Client):
                  rng: random.Random, *, brokers: tuple[int, ...]) -> None:
         super().__init__(node, "producer", brokers=brokers,
                          request_timeout_ms=cfg.request_timeout_ms,
-                         retry_backoff_ms=cfg.retry_backoff_ms)
+                         retry_backoff_ms=cfg.retry_backoff_ms,
+                         metadata_max_age_ms=cfg.metadata_max_age_ms)
         self.producer_id = producer_id
         self.cfg = cfg
         self.rng = rng
         self.acks = ACKS[cfg.acks]
         self.pid = 1000 + producer_id if cfg.enable_idempotence else -1
         self.sent = 0
+        #: the topic's partition count as the metadata shows it (0: the topic does not exist
+        #: yet, and the application's send() blocks)
+        self.partitions = cfg.partitions
         self.open: dict[int, Batch] = {}
         self.queues: dict[int, deque[Batch]] = {p: deque() for p in range(cfg.partitions)}
         self.inflight: dict[int, tuple[Batch, int]] = {}   # correlation -> (batch, broker)
@@ -112,11 +117,14 @@ class Producer(Client):
         self.inflight_per_partition: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.sequences: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
         self.epochs: dict[int, int] = {p: 0 for p in range(cfg.partitions)}
-        self.sticky = StickyPartitioner(cfg.partitions, rng)
+        self.sticky = StickyPartitioner(max(1, cfg.partitions), rng)
         self.key_partitions: dict[str, int] = {}   # key -> partition (a pure function: cached)
         #: records come in steps of WORKLOAD_STEP_MS (several per step) above this rate
         self.stepped = cfg.rate * WORKLOAD_STEP_MS > 1000.0
         self._workload_start_us = 0
+        #: records sent before the workload clock last (re)started
+        self._sent_base = 0
+        self._blocked = False
 
     def start(self) -> None:
         self.refresh_metadata()
@@ -134,11 +142,8 @@ class Producer(Client):
             cached = self.key_partitions.get(k)
             if cached is not None:
                 partition = cached
-            elif cfg.partitioner == "legacy":
-                partition = self.key_partitions[k] = legacy_partition(k, cfg.partitions)
             else:
-                partition = self.key_partitions[k] = default_partition(k.encode(),
-                                                                       cfg.partitions)
+                partition = self.key_partitions[k] = self._key_partition(k)
         else:
             key = None
             partition = self.sticky.partition()
@@ -162,7 +167,8 @@ class Producer(Client):
         cfg = self.cfg
         if any(self.now_ms - b.created_ms >= cfg.linger_ms for b in self.open.values()):
             self._drain()
-        due = int((self.now_us - self._workload_start_us) * cfg.rate / 1e6 + 1e-9) + 1
+        due = self._sent_base + int(
+            (self.now_us - self._workload_start_us) * cfg.rate / 1e6 + 1e-9) + 1
         while self.sent < due:
             self._next_record()
         self.timer(WORKLOAD_STEP_MS, Tick("produce", 0, 0))
@@ -190,7 +196,7 @@ class Producer(Client):
 
     def _drain(self) -> None:
         cfg = self.cfg
-        for partition in range(cfg.partitions):
+        for partition in range(self.partitions):
             q = self.queues[partition]
             open_batch = self.open.get(partition)
             if (not q and open_batch is not None
@@ -315,7 +321,9 @@ class Producer(Client):
         elif type(msg) is Tick:
             k = msg.kind
             if k == "produce":
-                if self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0 and self.stepped:
+                if self.partitions == 0 and self.now_ms < self.cfg.stop_ms:
+                    self._wait_on_metadata()
+                elif self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0 and self.stepped:
                     self._step()
                 elif self.now_ms < self.cfg.stop_ms and self.cfg.rate > 0:
                     self._next_record()
@@ -344,5 +352,57 @@ class Producer(Client):
                       peer=peer, request="Produce", reason="disconnected")
             self._complete(corr, NETWORK_EXCEPTION, -1)
 
+    # -- the topic's partitions (metadata) -------------------------------------------------------
+    def _key_partition(self, key: str) -> int:
+        """The partitioner's choice for a keyed record over the partitions known now."""
+        if self.cfg.partitioner == "legacy":
+            return legacy_partition(key, self.partitions)
+        return default_partition(key.encode(), self.partitions)
+
+    def _wait_on_metadata(self) -> None:
+        """``KafkaProducer.waitOnMetadata``: the topic is not in the metadata (not created
+        yet), so the application's ``send()`` blocks, asking for metadata every
+        ``retry.backoff.ms``; no record is produced meanwhile (``max.block.ms`` is not
+        modelled: docs/fidelity.md)."""
+        if not self._blocked:
+            self._blocked = True
+            self.emit("produce_blocked", topic=self.cfg.topic, producer=self.producer_id,
+                      reason="topic not in metadata")
+        self.refresh_metadata()
+        self.timer(max(1, self.cfg.retry_backoff_ms), Tick("produce", 0, 0))
+
     def on_metadata(self) -> None:
+        n = self.partition_count(self.cfg.topic)
+        if n > self.partitions:
+            self._grow(n)
         self._drain()
+
+    def _grow(self, n: int) -> None:
+        """The metadata shows more partitions (the topic was created, or partitions were
+        added: ``kafka-topics --alter --partitions``): the partitioner spreads over all of
+        them from now on. A key's partition is ``murmur2(key) % count`` over the count the
+        metadata has at ``send()`` (``BuiltInPartitioner.partitionForKey``), so keys move:
+        traced as ``partitions_change`` with every key seen so far that now maps elsewhere
+        (its records before and after are in different partitions; per-partition order
+        still holds)."""
+        old = self.partitions
+        for p in range(old, n):
+            self.queues[p] = deque()
+            self.inflight_per_partition[p] = 0
+            self.sequences[p] = 0
+            self.epochs[p] = 0
+        self.partitions = n
+        self.sticky.set_num_partitions(n)
+        moved: dict[str, list[int]] = {}
+        for k in sorted(self.key_partitions):
+            was = self.key_partitions[k]
+            now = self.key_partitions[k] = self._key_partition(k)
+            if now != was:
+                moved[k] = [was, now]
+        self.emit("partitions_change", topic=self.cfg.topic, old=old, new=n,
+                  producer=self.producer_id, moved_keys=moved)
+        if old == 0 and self._blocked:
+            # send() returns: the application produces at its rate from now on
+            self._blocked = False
+            self._workload_start_us = self.now_us
+            self._sent_base = self.sent

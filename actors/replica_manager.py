@@ -19,8 +19,9 @@ address, timers and trace identity; the manager adds what spans partitions:
   ``DelayedFetch.onComplete``);
 * :class:`~actors.messages.ReplicaEpochs`: OffsetsForLeaderEpoch for many partitions;
 * *becoming and ceasing to be a replica* (``ReplicaManager.applyDelta``): a PartitionState
-  that names this broker for a partition it does not host (a reassignment adding it)
-  creates the replica with an empty log on the broker's disk, then makes it a follower;
+  that names this broker for a partition it does not host (a reassignment adding it, a
+  partition created mid-run: :meth:`ReplicaManager.add_replica`) creates the replica with
+  an empty log on the broker's disk, then makes it a follower;
   a :class:`~actors.messages.StopReplica` (the broker left the replica list) stops the
   replica and deletes its log from the disk.
 
@@ -103,6 +104,14 @@ class ReplicaManager(Machine):
                                     if r.topic == OFFSETS_TOPIC}
         self.delayed: list[DelayedFetch] = []
         self._token = 0
+
+    def add_replica(self, r: Replica) -> None:
+        """A partition created after this broker started (CreateTopics, CreatePartitions):
+        its idle replica machine joins the task, as the factory's do at start; a
+        PartitionState naming this broker then creates its log."""
+        self.adopt(r)
+        r.host = self
+        self.replicas[(r.topic, r.partition)] = r
 
     def machines(self) -> list[Machine]:
         """Every machine of the task: the manager, its replicas, its fetcher threads, its

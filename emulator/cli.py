@@ -86,6 +86,14 @@ def _run(args: argparse.Namespace) -> int:
             print("reassignments" + ("" if steps else " none"))
             for line in steps:
                 print(f"  {line}")
+        growing = ("create_topic", "add_partitions")
+        if any(f["fault"] in growing for f in sc["faults"]["plan"]) or any(
+                k in growing for k in sc["faults"]["nemesis"]):
+            from traces.show import topic_changes
+            changes = topic_changes(out)
+            print("topics" + ("" if changes else " unchanged"))
+            for line in changes:
+                print(f"  {line}")
         if verdict:
             found = {k: v for k, v in verdict["anomalies"].items() if v}
             print("anomalies " + (", ".join(f"{k}={v}" for k, v in sorted(found.items()))

@@ -41,6 +41,8 @@ from actors.log import BrokerDisk, NoDisk, PartitionLog
 from actors.messages import (
     AlterPartitionReassignments,
     ControlledShutdown,
+    CreatePartitions,
+    CreateTopics,
     ElectLeaders,
     FetcherStall,
     ReplicationThrottle,
@@ -111,6 +113,8 @@ class Cluster:
         #: controller's, :attr:`assignment`)
         self.initial_assignment: dict[tuple[str, int], tuple[int, ...]] = {}
         for t in sc["topics"]:
+            if not t["create_at_start"]:
+                continue   # a create_topic step creates it
             rf = t["replication.factor"]
             for p in range(t["partitions"]):
                 # Kafka's round-robin replica assignment (no racks), starting at p
@@ -122,6 +126,9 @@ class Cluster:
                     t["unclean.leader.election.enable"])
         self.topic_cfg = {t["name"]: t for t in sc["topics"]}
         self._create_offsets_topic()
+        #: the partitions every broker has a replica machine for: those of the controller,
+        #: and those a create_topic / add_partitions step asked for (idle until created)
+        self.partition_names: set[tuple[str, int]] = set(self.store.partitions)
         self.node_names: list[str] = ["controller"] + [
             f"broker-{b}" for b in (*self.broker_ids, *self.spare_ids)]
         self._build_nodes()
@@ -218,7 +225,7 @@ class Cluster:
                                     self._replica_cfg(self.topic_cfg[tp[0]]),
                                     clean_start=clean or node.incarnation == 1,
                                     hosted=tp in disk.logs)
-                            for tp in sorted(self.store.partitions)]
+                            for tp in sorted(self.partition_names)]
                 coordinator = GroupCoordinator(
                     node.name, b, node.incarnation,
                     num_partitions=cl["offsets.topic.num.partitions"],
@@ -243,7 +250,8 @@ class Cluster:
         for i, p in enumerate(sc["producers"]):
             t = self.topic_cfg[p["topic"]]
             pcfg = ProducerConfig(
-                topic=p["topic"], partitions=t["partitions"], acks=p["acks"], rate=p["rate"],
+                topic=p["topic"], partitions=t["partitions"] if t["create_at_start"] else 0,
+                acks=p["acks"], rate=p["rate"], metadata_max_age_ms=p["metadata.max.age.ms"],
                 keys=p["keys"], partitioner=p["partitioner"], stop_ms=stop_ms,
                 enable_idempotence=p["enable.idempotence"], retries=p["retries"],
                 max_in_flight=p["max.in.flight.requests.per.connection"],
@@ -274,7 +282,9 @@ class Cluster:
             t = self.topic_cfg[c["topic"]]
             for m in range(c["members"]):
                 ccfg = ConsumerConfig(
-                    group=c["group"], topic=c["topic"], partitions=t["partitions"], member=m,
+                    group=c["group"], topic=c["topic"],
+                    partitions=t["partitions"] if t["create_at_start"] else 0, member=m,
+                    metadata_max_age_ms=c["metadata.max.age.ms"],
                     members=c["members"], assignor=c["partition.assignment.strategy"],
                     auto_offset_reset=c["auto.offset.reset"],
                     auto_commit_interval_ms=c["auto.commit.interval.ms"],
@@ -487,6 +497,49 @@ class Cluster:
             self._push_throttles()
             self.sched.at(self.sched.now + US, self._verify_throttles)
         self.sched.inject(("controller", "controller"), AlterPartitionReassignments(parts, 0))
+
+    def create_topic(self, topic: str) -> None:
+        """``kafka-topics --create`` for a ``[[topics]]`` entry with ``create_at_start =
+        false``: CreateTopics to the controller, which places its partitions."""
+        t = self.topic_cfg[topic]
+        self._to_controller(topic, t["partitions"], CreateTopics(
+            topic, t["partitions"], t["replication.factor"], t["min.insync.replicas"],
+            t["unclean.leader.election.enable"]))
+
+    def add_partitions(self, topic: str, count: int) -> None:
+        """``kafka-topics --alter --partitions count``: CreatePartitions to the controller
+        (which refuses anything but an increase)."""
+        self._to_controller(topic, count, CreatePartitions(topic, count))
+
+    def _to_controller(self, topic: str, count: int, msg: CreateTopics | CreatePartitions,
+                       waited_s: float = 0.0) -> None:
+        """Every running broker gets an idle replica machine for each partition the request
+        may create (as a broker answers for any partition), then the request goes to the
+        controller. While the controller is down the admin client retries every 100 ms,
+        for up to ``default.api.timeout.ms`` (60 s), then gives up (traced)."""
+        if self.sched.nodes["controller"].state == "down":
+            if waited_s >= 60.0:
+                self.sched.emit("sim", "nemesis", "create_partitions", topic=topic,
+                                request=type(msg).__name__, old=-1, count=count,
+                                error="TIMEOUT", replicas=[])
+                return
+            self.sched.at(self.sched.now + US // 10,
+                          lambda: self._to_controller(topic, count, msg, waited_s + 0.1))
+            return
+        new = sorted((topic, p) for p in range(count) if (topic, p) not in self.partition_names)
+        self.partition_names.update(new)
+        for b in (*self.broker_ids, *self.spare_ids):
+            node = self.sched.nodes[f"broker-{b}"]
+            manager = node.machines.get(REPLICA_MANAGER)
+            if not isinstance(manager, ReplicaManager):
+                continue   # down: its next start builds them
+            for tp in new:
+                r = Replica(node.name, b, PartitionLog(*tp), self.rules,
+                            self._replica_cfg(self.topic_cfg[tp[0]]), clean_start=True,
+                            hosted=False)
+                manager.add_replica(r)
+                self.sched.add_machine(node.name, r, REPLICA_MANAGER)
+        self.sched.inject(("controller", "controller"), msg)
 
     def _throttle_of(self, b: int) -> tuple[int, set[tuple[str, int]], int,
                                             set[tuple[str, int]]]:

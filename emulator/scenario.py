@@ -150,6 +150,8 @@ TOPIC: dict[str, Key] = {
     "segment.ms": Key(INT, 604800000, _pos),
     "retention.ms": Key(INT, 604800000, lambda v: None if v >= -1 else "must be >= -1"),
     "retention.bytes": Key(INT, -1, lambda v: None if v >= -1 else "must be >= -1"),
+    # false: the topic does not exist until a create_topic step creates it
+    "create_at_start": Key(BOOL, True),
 }
 
 NETWORK: dict[str, Key] = {
@@ -181,6 +183,7 @@ PRODUCER: dict[str, Key] = {
     "request.timeout.ms": Key(INT, 30000, _pos),
     "delivery.timeout.ms": Key(INT, 120000, _pos),
     "retry.backoff.ms": Key(INT, 100, _nonneg),
+    "metadata.max.age.ms": Key(INT, 300000, _pos),
 }
 
 CONSUMER: dict[str, Key] = {
@@ -194,6 +197,7 @@ CONSUMER: dict[str, Key] = {
     "heartbeat.interval.ms": Key(INT, 3000, _pos),
     "fetch.max.wait.ms": Key(INT, 500, _nonneg),
     "max.poll.records": Key(INT, 500, _pos),
+    "metadata.max.age.ms": Key(INT, 300000, _pos),
 }
 
 FAULTS: dict[str, Key] = {
@@ -216,6 +220,7 @@ FAULT: dict[str, Key] = {
     "fetcher_id": Key(INT, -1, None),
     "replicas": Key((list,), []),
     "throttle": Key(INT, 0, _nonneg),
+    "partitions": Key(INT, 0, _between(0, 10_000, "partitions of one topic")),
 }
 
 EXPECT: dict[str, Key] = {
@@ -481,6 +486,41 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     return sc
 
 
+def _partition_names(sc: dict[str, Any]) -> set[str]:
+    """Every partition a plan step may name: the topics' partitions (of topics created by a
+    step too), and those an add_partitions step adds."""
+    counts = {t["name"]: t["partitions"] for t in sc["topics"]}
+    for fe in sc["faults"]["plan"]:
+        if fe["fault"] == "add_partitions" and fe["target"] in counts:
+            counts[fe["target"]] = max(counts[fe["target"]], fe["partitions"])
+    return {f"{t}-{p}" for t, n in counts.items() for p in range(n)}
+
+
+def _check_topic_step(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, Any]
+                      ) -> None:
+    """A create_topic / add_partitions step names one topic of ``[[topics]]``; create_topic
+    one with ``create_at_start = false`` (its partition count and configs come from there);
+    add_partitions a new count above the topic's (Kafka: INVALID_PARTITIONS otherwise)."""
+    topics = {t["name"]: t for t in sc["topics"]}
+    name = fe["target"]
+    if not isinstance(name, str) or name not in topics:
+        raise src.error(f"{where}.target", f"a {fe['fault']!r} step names one topic of "
+                        f"[[topics]] ({', '.join(sorted(topics))}), got {name!r}")
+    t = topics[name]
+    if fe["fault"] == "create_topic":
+        if t["create_at_start"]:
+            raise src.error(f"{where}.target", f"topic {name!r} exists from the start: a "
+                            f"create_topic names a topic with create_at_start = false")
+        if fe["partitions"]:
+            raise src.error(f"{where}.partitions", "a create_topic takes its partition count "
+                            "from the topic's [[topics]] entry")
+        return
+    if fe["partitions"] <= t["partitions"]:
+        raise src.error(f"{where}.partitions", f"must be above the topic's {t['partitions']} "
+                        f"partition(s): kafka-topics --alter --partitions only increases "
+                        f"(Kafka: INVALID_PARTITIONS)")
+
+
 def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, Any]) -> None:
     """A plan entry's target names nodes of this scenario: ``controller``, ``broker-N``,
     ``admin``, a producer's or a consumer's node, ``leader:<topic>-<p>`` or
@@ -490,7 +530,7 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     targets = [t for t in targets if t != ""]
     if fe["fault"] in ("heal", "preferred_election"):
         if fe["fault"] == "preferred_election":   # partitions, not nodes ("" or "all": every)
-            names = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+            names = _partition_names(sc)
             for t in targets:
                 if t != "all" and t not in names:
                     raise src.error(f"{where}.target", f"{t!r}: no partition of that name "
@@ -498,6 +538,9 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
         return
     if fe["fault"] in ("reassign", "cancel_reassign"):
         _check_reassign(src, where, fe, sc, targets)
+        return
+    if fe["fault"] in ("create_topic", "add_partitions"):
+        _check_topic_step(src, where, fe, sc)
         return
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")
@@ -507,7 +550,7 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     nodes |= {consumer_node(c["group"], m) for c in sc["consumers"] for m in range(c["members"])}
     if sc["admin"]:
         nodes.add("admin")
-    partitions = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+    partitions = _partition_names(sc)
     nodes |= {f"coordinator:{c['group']}" for c in sc["consumers"]}
     _check_names(src, f"{where}.target", targets, nodes, partitions)
     if fe["fault"] in ("add_broker", "decommission"):
@@ -537,7 +580,7 @@ def _check_reassign(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, 
     """A reassign / cancel_reassign step names partitions of the scenario's topics; a
     reassignment's ``replicas`` are distinct broker ids of the cluster; cancelling needs
     KIP-455 (Kafka 2.4+)."""
-    names = {f"{t['name']}-{p}" for t in sc["topics"] for p in range(t["partitions"])}
+    names = _partition_names(sc)
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} step names the partitions it "
                         f"moves (\"orders-0\" or a list)")

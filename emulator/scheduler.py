@@ -167,6 +167,22 @@ class Scheduler:
             for owner, effects in self._drain(codec, m):
                 self._commit(owner, effects)
 
+    def add_machine(self, name: str, machine: Machine, host: str) -> bool:
+        """Start ``machine`` on the running node ``name`` in the task of its machine
+        ``host``, which has adopted it already (a replica of a partition created after the
+        node started). False when the node is down: its next incarnation's factory builds
+        the machine."""
+        node = self.nodes[name]
+        if node.state == "down":
+            return False
+        node.machines[machine.name] = machine
+        node.inboxes[machine.name] = node.inboxes[host]
+        machine.now_us = self.now
+        machine.start()
+        for owner, effects in self._drain(Codec(), machine):
+            self._commit(owner, effects)
+        return True
+
     def crash_node(self, name: str, *, power_loss: bool, kind: str = "") -> None:
         node = self.nodes[name]
         if node.state == "down":

@@ -33,7 +33,9 @@ before it removes any, so not counted by the budget), cancelled after the fault 
 one time in three where the era can cancel (KIP-455); ``add_broker`` starts the next spare
 broker (``cluster.spare.brokers``), which later faults and reassignments may then pick;
 ``decommission`` moves a random broker's replicas away and retires it (never leaving fewer
-brokers than the largest replication factor plus one; later faults no longer pick it).
+brokers than the largest replication factor plus one; later faults no longer pick it);
+``add_partitions`` gives a random data topic one or two more partitions (an operation: the
+new partitions are created fully replicated, so not counted by the budget).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -62,7 +64,9 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
     spares = list(range(sc["cluster"]["brokers"] + 1,
                         sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"] + 1))
     added: list[int] = []
-    topics = sc["topics"]
+    # topics that a create_topic step creates may not exist when a fault starts
+    topics = [t for t in sc["topics"] if t["create_at_start"]]
+    counts = {t["name"]: t["partitions"] for t in topics}
     min_isr = min(t["min.insync.replicas"] for t in topics)
     lossy_budget = max(0, min_isr - 1) if faults["budget"] else len(brokers)
     end = float(sc["duration_s"])
@@ -226,6 +230,16 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
                      "replicas": target}
             if rng.random() < 1 / 3 and rules_for(sc["protocol"], ()).reassignment_cancel:
                 entry["duration_s"] = dur
+        elif kind == "add_partitions":
+            # kafka-topics --alter: one or two more partitions for a random data topic (at
+            # most four times its first count); keyed records move, groups rebalance
+            t0 = rng.choice(topics)
+            new = counts[t0["name"]] + rng.randint(1, 2)
+            if new > 4 * t0["partitions"]:
+                continue
+            counts[t0["name"]] = new
+            entry = {"at_s": at, "fault": "add_partitions", "target": t0["name"],
+                     "partitions": new}
         else:
             continue
         plan.append(entry)

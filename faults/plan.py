@@ -22,6 +22,7 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
                           one the preferred leader)
     throttle = 1000000    for "reassign": ``--throttle`` in bytes/s (0: none): the moving
                           replicas' traffic outside the ISR is limited until the move ends
+    partitions = 6        for "add_partitions": the topic's new partition count
 
 Kinds (after Jepsen's nemeses):
 
@@ -54,6 +55,12 @@ Kinds (after Jepsen's nemeses):
   it; ``decommission``: every partition with a replica on the target broker is reassigned
   to the registered broker that hosts the fewest replicas, and once the broker hosts none
   it stops cleanly, is unregistered from the controller and never comes back;
+* ``create_topic`` (an operation): ``kafka-topics --create`` for the topic named in
+  ``target``, a ``[[topics]]`` entry with ``create_at_start = false`` (its producers block
+  and its consumers are assigned nothing until then); ``add_partitions``: ``kafka-topics
+  --alter --partitions N`` for the topic named in ``target`` (``partitions = N``, the new
+  count): keyed records map to other partitions from when each producer's metadata shows
+  the new count, and consumer groups rebalance when theirs does (``metadata.max.age.ms``);
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
@@ -69,15 +76,17 @@ from typing import Any, Protocol
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
                "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign",
-               "add_broker", "decommission")
+               "add_broker", "decommission", "create_topic", "add_partitions")
 #: plan steps whose target names partitions ("orders-0"), not nodes
 PARTITION_STEPS = ("preferred_election", "reassign", "cancel_reassign")
+#: plan steps whose target names a topic
+TOPIC_STEPS = ("create_topic", "add_partitions")
 LOSSY = ("power_loss",)
 NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "partition",
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
-           "controlled_shutdown", "reassign", "add_broker", "decommission")
+           "controlled_shutdown", "reassign", "add_broker", "decommission", "add_partitions")
 
 
 class World(Protocol):
@@ -107,6 +116,8 @@ class World(Protocol):
                  ) -> None: ...
     def add_broker(self, node: str) -> None: ...
     def decommission(self, node: str) -> None: ...
+    def create_topic(self, topic: str) -> None: ...
+    def add_partitions(self, topic: str, count: int) -> None: ...
     def controlled_shutdown(self, node: str, down_s: float) -> None: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
@@ -181,6 +192,15 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
                 world.trace_fault(kind, "stop", names)
                 world.reassign(names, [])
             world.after(dur, cancel)
+        return
+    if kind in TOPIC_STEPS:
+        topic = str(f.get("target", ""))
+        if kind == "create_topic":
+            world.trace_fault(kind, "start", [topic])
+            world.create_topic(topic)
+        else:
+            world.trace_fault(kind, "start", [topic], partitions=int(f.get("partitions", 0)))
+            world.add_partitions(topic, int(f.get("partitions", 0)))
         return
     nodes = resolve(world, f.get("target", ""))
     dur = float(f.get("duration_s", 0.0))

@@ -150,3 +150,45 @@ def test_with_one_offsets_replica_a_power_loss_loses_acknowledged_commits() -> N
     run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
     again = check_events(orjson.loads(line) for line in buf.getvalue().splitlines())
     assert again.anomalies["lost_committed_offset"] == 0
+
+
+def test_a_member_holding_a_generation_the_new_coordinator_lost_rejoins_with_nothing() -> None:
+    """The group record of generation N is written beside the assignment, so a fail-over
+    can lose it: the new coordinator knows N-1 while a member holds N. A heartbeat naming a
+    generation above the coordinator's is ILLEGAL_GENERATION (Kafka's ``handleHeartbeat``
+    checks the generation first), and the member loses its partitions and rejoins
+    (``resetGenerationOnResponseError``) — before, it ignored the older generation's
+    rebalance notices and the group waited on it until its session ran out."""
+    from actors.consumer import Consumer, ConsumerConfig
+    from actors.messages import (
+        ILLEGAL_GENERATION,
+        GroupAssignment,
+        GroupHeartbeat,
+        GroupHeartbeatResponse,
+        JoinGroup,
+        MetadataResponse,
+    )
+
+    c, _ = _coordinator()
+    c.handle(_load_tick(c), ("broker-1", "group-coordinator"))
+    c.drain()
+    c.handle(JoinGroup("g0", "g0-0", 1, "orders", 2, "range", 45000, 1),
+             ("consumer-g0-0", "consumer"))
+    c.drain()
+    assert c.groups["g0"].generation == 1
+    c.handle(GroupHeartbeat("g0", "g0-0", 1, 2), ("consumer-g0-0", "consumer"))
+    (ans,) = [e.msg for e in c.drain() if isinstance(e, Send)]
+    assert isinstance(ans, GroupHeartbeatResponse) and ans.error == ILLEGAL_GENERATION
+
+    m = Consumer("consumer-g0-0", ConsumerConfig("g0", "orders", 2, 0, 1), brokers=(1,))
+    m.handle(MetadataResponse(((OFFSETS_TOPIC, G0, 1, 0), ("orders", 0, 1, 0),
+                               ("orders", 1, 1, 0)), -1), ("broker-1", "broker"))
+    m.handle(GroupAssignment("g0", "g0-0", 2, (0, 1), "NONE", 0), ("broker-1", "x"))
+    m.drain()
+    m.handle(GroupHeartbeatResponse("g0", "g0-0", ILLEGAL_GENERATION, 1), ("broker-1", "x"))
+    out = m.drain()
+    lost = [e.fields for e in out if getattr(e, "event", "") == "assignment"]
+    assert lost == [{"group": "g0", "consumer": "g0-0", "generation": -1, "partitions": [],
+                     "revoked": [0, 1], "protocol": "eager"}]
+    assert any(isinstance(getattr(e, "msg", None), JoinGroup) for e in out)
+    assert m.generation == -1 and not m.assigned

@@ -106,6 +106,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "reassignment": ("topic", "partition", "phase"),
     "replicas_change": ("topic", "partition", "old", "new", "adding", "removing", "reason"),
     "alter_reassignments": ("results",),
+    # topics created and partitions added mid-run (CreateTopics, CreatePartitions)
+    "create_partitions": ("topic", "request", "old", "count", "error", "replicas"),
+    # a client's metadata shows a topic's partition count change (the producer's
+    # partitioner, a consumer group's rejoin)
+    "partitions_change": ("topic", "old", "new"),
     # a broker becoming / ceasing to be a replica of a partition
     "replica_created": ("topic", "partition", "replica", "leo"),
     "replica_deleted": ("topic", "partition", "replica", "leo", "hw"),

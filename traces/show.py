@@ -127,6 +127,38 @@ def reassignment_steps(path: str) -> list[str]:
     return out
 
 
+def topic_changes(path: str) -> list[str]:
+    """Topics created and partitions added (``create_partitions``) and the clients that saw
+    it (``partitions_change``), one line each (``isrlab run`` prints them)."""
+    out = []
+    with open_bytes(path) as f:
+        for raw in f:
+            if (b'"event":"create_partitions"' not in raw
+                    and b'"event":"partitions_change"' not in raw):
+                continue
+            try:
+                ev = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            ts = ev.get("ts_us")
+            when = f"{ts / 1e6:9.3f} s" if isinstance(ts, int) else "        ? s"
+            out.append(f"{when}  {ev.get('node')!s:<14} {_render_topic_change(ev)}")
+    return out
+
+
+def _render_topic_change(e: Event) -> str:
+    if e.get("event") == "create_partitions":
+        placed = e.get("replicas") or []
+        old = e.get("old")
+        first = old if isinstance(old, int) and old >= 0 else 0
+        where = " ".join(f"{e.get('topic')}-{first + i}:{_isr(r)}" for i, r in enumerate(placed))
+        return (f"{e.get('request')} {e.get('topic')} {e.get('old')}→{e.get('count')} "
+                f"partitions {e.get('error')} {where}").rstrip()
+    moved = e.get("moved_keys") or {}
+    keys = f", {len(moved)} keys moved" if moved else ""
+    return f"{e.get('topic')} {e.get('old')}→{e.get('new')} partitions seen{keys}"
+
+
 def _names(v: Any) -> str:
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
         return ",".join(v) or "-"
@@ -187,6 +219,9 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
     "replicas_change": (lambda e: f"{_tp(e)} AR {_isr(e.get('old'))}→{_isr(e.get('new'))} "
                                   f"({e.get('reason')})",
                         ("topic", "partition", "old", "new", "reason")),
+    "create_partitions": (_render_topic_change,
+                          ("topic", "request", "old", "count", "error", "replicas")),
+    "partitions_change": (_render_topic_change, ("topic", "old", "new", "moved_keys")),
     "node_crash": (lambda e: f"{e.get('kind')}", ("kind",)),
     "msg_drop": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} {e.get('msg')} "
                            f"({e.get('reason')})",
