@@ -78,22 +78,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"trace  {out}\ndigest {res.digest}")
         if res.error:
             print(f"error  {res.error}")
-        moving = ("reassign", "cancel_reassign", "decommission")
-        if any(f["fault"] in moving for f in sc["faults"]["plan"]) or any(
-                k in moving for k in sc["faults"]["nemesis"]):
-            from traces.show import reassignment_steps
-            steps = reassignment_steps(out)
-            print("reassignments" + ("" if steps else " none"))
-            for line in steps:
-                print(f"  {line}")
-        growing = ("create_topic", "add_partitions")
-        if any(f["fault"] in growing for f in sc["faults"]["plan"]) or any(
-                k in growing for k in sc["faults"]["nemesis"]):
-            from traces.show import topic_changes
-            changes = topic_changes(out)
-            print("topics" + ("" if changes else " unchanged"))
-            for line in changes:
-                print(f"  {line}")
+        from traces.show import reassignment_steps, topic_changes
+        for kinds, title, empty, lines in (
+                (("reassign", "cancel_reassign", "decommission"), "reassignments", " none",
+                 reassignment_steps),
+                (("create_topic", "add_partitions"), "topics", " unchanged", topic_changes)):
+            if any(f["fault"] in kinds for f in sc["faults"]["plan"]) or any(
+                    k in kinds for k in sc["faults"]["nemesis"]):
+                steps = lines(out)
+                print(title + ("" if steps else empty))
+                for line in steps:
+                    print(f"  {line}")
         if verdict:
             found = {k: v for k, v in verdict["anomalies"].items() if v}
             print("anomalies " + (", ".join(f"{k}={v}" for k, v in sorted(found.items()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from functools import cache
 from typing import Any
 
 import orjson
@@ -25,6 +26,17 @@ def run_to_bytes(scenario: str, seed: int, overrides: list[str] | None = None
     buf = io.BytesIO()
     res = run(sc, seed, None, writer=TraceWriter(None, buffer=buf))
     return res, buf.getvalue()
+
+
+@cache
+def catalog_events(name: str, *overrides: str) -> tuple[dict[str, Any], ...]:
+    """Every event of catalog scenario ``name`` run with its own seed (and ``overrides``),
+    kept for the session: several tests read one run."""
+    sc = load(name, list(overrides))
+    buf = io.BytesIO()
+    res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
+    assert res.status == "ok", res.error
+    return tuple(orjson.loads(line) for line in buf.getvalue().splitlines())
 
 
 def events(data: bytes) -> list[dict[str, Any]]:

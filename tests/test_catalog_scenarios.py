@@ -8,18 +8,13 @@ model or the schedule changes.
 
 from __future__ import annotations
 
-import io
 from functools import cache
 from typing import Any
 
-import orjson
 import pytest
-from helpers import data_topics_only
+from helpers import catalog_events, data_topics_only
 
-from emulator.cluster import run
-from emulator.scenario import load
 from traces.checker import check_events
-from traces.writer import TraceWriter
 
 Event = dict[str, Any]
 
@@ -33,11 +28,7 @@ S13 = "s13-kafka13141-diverging-fetch-hw"
 
 @cache
 def _events(name: str, *overrides: str) -> tuple[Event, ...]:
-    sc = load(name, list(overrides))
-    buf = io.BytesIO()
-    res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
-    assert res.status == "ok", res.error
-    return tuple(data_topics_only([orjson.loads(line) for line in buf.getvalue().splitlines()]))
+    return tuple(data_topics_only(list(catalog_events(name, *overrides))))
 
 
 def _of(evs: tuple[Event, ...], event: str, /, **match: Any) -> list[Event]:

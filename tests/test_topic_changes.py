@@ -6,30 +6,20 @@ are ``tests/conformance/test_create_partitions.py``."""
 
 from __future__ import annotations
 
-import io
-from functools import cache
 from typing import Any
 
-import orjson
 import pytest
+from helpers import catalog_events
 
 from actors.partitioner import default_partition
-from emulator.cluster import run
 from emulator.scenario import ScenarioError, load
 from traces.checker import check_events
-from traces.writer import TraceWriter
 
 Event = dict[str, Any]
 SCENARIO = "add-partitions-under-load"
 
 
-@cache
-def _events(name: str, *overrides: str) -> tuple[Event, ...]:
-    sc = load(name, list(overrides))
-    buf = io.BytesIO()
-    res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
-    assert res.status == "ok", res.error
-    return tuple(orjson.loads(x) for x in buf.getvalue().splitlines())
+_events = catalog_events
 
 
 def _of(evs: tuple[Event, ...], event: str, **match: Any) -> list[Event]:
@@ -166,3 +156,24 @@ def test_random_growth_under_faults_keeps_every_acknowledged_write() -> None:
     assert grown
     res = check_events(evs)
     assert res.expect_met, (res.forbidden_found, res.missing_expected)
+
+
+def test_added_partitions_take_the_replication_factor_and_configs_of_the_first() -> None:
+    """``createPartitions`` reads the replication factor from the first partition's replica
+    list and the configs from the topic: RF 2, min ISR 2, unclean election on carry over;
+    the rotation starts partition ``p`` at the ``p``-th usable broker, as the cluster's
+    own placement does."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+    from test_create_partitions import _add_partitions, _part
+    from test_replication_control import Ctx
+
+    ctx = Ctx((1, 2, 3, 4), [(1, 2)], min_isr=2)
+    ctx.c.store.partitions[("foo", 0)].unclean = True
+    ev = _add_partitions(ctx, "foo", 4)
+    assert ev["replicas"] == [[2, 3], [3, 4], [4, 1]]
+    for p in (1, 2, 3):
+        rec = _part(ctx, "foo", p)
+        assert (rec.min_isr, rec.unclean, len(rec.replicas)) == (2, True, 2)

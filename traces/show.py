@@ -32,7 +32,7 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
@@ -108,42 +108,37 @@ def replica_sets(ev: Event) -> str:
     return text
 
 
-def reassignment_steps(path: str) -> list[str]:
-    """The ``reassignment`` steps of a trace, one line each (``isrlab run`` prints them):
-    ``  5.000 s  orders-0 start     AR [4,5,6,1,2,3] ISR [1,2,3] OSR [4,5,6] ...``."""
-    out = []
+def _timed(path: str, *events: str) -> Iterator[tuple[str, Event]]:
+    """``(when, event)`` for each line of ``path`` that is one of ``events`` (a quick scan
+    for ``isrlab run``'s summaries: lines that do not parse are skipped)."""
+    needles = [f'"event":"{e}"'.encode() for e in events]
     with open_bytes(path) as f:
         for raw in f:
-            if b'"event":"reassignment"' not in raw:
+            if not any(n in raw for n in needles):
                 continue
             try:
                 ev = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 continue
             ts = ev.get("ts_us")
-            when = f"{ts / 1e6:9.3f} s" if isinstance(ts, int) else "        ? s"
-            text = replica_sets(ev) or f"error={ev.get('error')} {ev.get('detail', '')}"
-            out.append(f"{when}  {_tp(ev)} {ev.get('phase')!s:<9} {text}".rstrip())
+            yield (f"{ts / 1e6:9.3f} s" if isinstance(ts, int) else "        ? s"), ev
+
+
+def reassignment_steps(path: str) -> list[str]:
+    """The ``reassignment`` steps of a trace, one line each (``isrlab run`` prints them):
+    ``  5.000 s  orders-0 start     AR [4,5,6,1,2,3] ISR [1,2,3] OSR [4,5,6] ...``."""
+    out = []
+    for when, ev in _timed(path, "reassignment"):
+        text = replica_sets(ev) or f"error={ev.get('error')} {ev.get('detail', '')}"
+        out.append(f"{when}  {_tp(ev)} {ev.get('phase')!s:<9} {text}".rstrip())
     return out
 
 
 def topic_changes(path: str) -> list[str]:
     """Topics created and partitions added (``create_partitions``) and the clients that saw
     it (``partitions_change``), one line each (``isrlab run`` prints them)."""
-    out = []
-    with open_bytes(path) as f:
-        for raw in f:
-            if (b'"event":"create_partitions"' not in raw
-                    and b'"event":"partitions_change"' not in raw):
-                continue
-            try:
-                ev = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            ts = ev.get("ts_us")
-            when = f"{ts / 1e6:9.3f} s" if isinstance(ts, int) else "        ? s"
-            out.append(f"{when}  {ev.get('node')!s:<14} {_render_topic_change(ev)}")
-    return out
+    return [f"{when}  {ev.get('node')!s:<14} {_render_topic_change(ev)}"
+            for when, ev in _timed(path, "create_partitions", "partitions_change")]
 
 
 def _render_topic_change(e: Event) -> str:

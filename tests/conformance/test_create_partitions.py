@@ -138,16 +138,3 @@ def test_an_added_partition_leaves_fenced_and_shutting_down_brokers_out_of_its_i
     assert sorted(p.replicas) == [0, 1, 2] and p.replicas[-1] == 2
     assert p.isr == tuple(b for b in p.replicas if b != 2) and p.leader == p.isr[0]
 
-
-def test_added_partitions_take_the_replication_factor_and_configs_of_the_first() -> None:
-    """``createPartitions`` reads the replication factor from the first partition's replica
-    list and the configs from the topic: RF 2, min ISR 2, unclean election on carry over;
-    the rotation starts partition ``p`` at the ``p``-th usable broker, as the cluster's
-    own placement does."""
-    ctx = Ctx((1, 2, 3, 4), [(1, 2)], min_isr=2)
-    ctx.c.store.partitions[("foo", 0)].unclean = True
-    ev = _add_partitions(ctx, "foo", 4)
-    assert ev["replicas"] == [[2, 3], [3, 4], [4, 1]]
-    for p in (1, 2, 3):
-        rec = _part(ctx, "foo", p)
-        assert (rec.min_isr, rec.unclean, len(rec.replicas)) == (2, True, 2)
