@@ -199,7 +199,8 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
             world.trace_fault(kind, "start", [topic])
             world.create_topic(topic)
         else:
-            world.trace_fault(kind, "start", [topic], partitions=int(f.get("partitions", 0)))
+            # the new count as ``count``: a trace's ``partitions`` is a list (assignments)
+            world.trace_fault(kind, "start", [topic], count=int(f.get("partitions", 0)))
             world.add_partitions(topic, int(f.get("partitions", 0)))
         return
     nodes = resolve(world, f.get("target", ""))
