@@ -333,8 +333,8 @@ class Controller(Machine):
         """``ReplicationControlManager.createTopic``: TOPIC_ALREADY_EXISTS for a known name;
         else its partitions are placed and created as :meth:`_create` does."""
         if self._partition_count(m.topic):
-            self.emit("create_partitions", topic=m.topic, request="CreateTopics", old=-1,
-                      count=m.partitions, error="TOPIC_ALREADY_EXISTS", replicas=[])
+            self._create_result(m.topic, "CreateTopics", -1, m.partitions,
+                                "TOPIC_ALREADY_EXISTS")
             return
         self._create(m.topic, 0, m.partitions, m.replication_factor, m.min_isr, m.unclean,
                      "CreateTopics")
@@ -356,8 +356,14 @@ class Controller(Machine):
             self._create(m.topic, have, m.count, len(first.replicas), first.min_isr,
                          first.unclean, "CreatePartitions")
             return
-        self.emit("create_partitions", topic=m.topic, request="CreatePartitions", old=have,
-                  count=m.count, error=err, replicas=[])
+        self._create_result(m.topic, "CreatePartitions", have, m.count, err)
+
+    def _create_result(self, topic: str, request: str, old: int, count: int, error: str,
+                       placed: list[tuple[int, ...]] | None = None) -> None:
+        """The ``create_partitions`` event: the request, the count before and asked for,
+        the error, and the replica lists placed (none on an error)."""
+        self.emit("create_partitions", topic=topic, request=request, old=old, count=count,
+                  error=error, replicas=[list(r) for r in placed or ()])
 
     def _place(self, first: int, count: int, rf: int) -> list[tuple[int, ...]] | str:
         """Replica lists for partitions ``first`` .. ``count - 1``, or an error.
@@ -395,11 +401,9 @@ class Controller(Machine):
         listed."""
         placed = self._place(first, count, rf)
         if isinstance(placed, str):
-            self.emit("create_partitions", topic=topic, request=request, old=first,
-                      count=count, error=placed, replicas=[])
+            self._create_result(topic, request, first, count, placed)
             return
-        self.emit("create_partitions", topic=topic, request=request, old=first, count=count,
-                  error=NONE, replicas=[list(r) for r in placed])
+        self._create_result(topic, request, first, count, NONE, placed)
         for p, replicas in enumerate(placed, start=first):
             isr = tuple(b for b in replicas if self._acceptable(b))
             rec = self.store.partitions[(topic, p)] = PartitionRecord(

@@ -47,6 +47,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "PartitionReassignmentRevertTest":
         "metadata/src/test/java/org/apache/kafka/controller/"
         "PartitionReassignmentRevertTest.java",
+    "GroupCoordinatorTest":
+        "core/src/test/scala/unit/kafka/coordinator/group/GroupCoordinatorTest.scala",
     "EpochDrivenReplicationProtocolAcceptanceTest":
         "core/src/test/scala/unit/kafka/server/epoch/"
         "EpochDrivenReplicationProtocolAcceptanceTest.scala",
