@@ -104,6 +104,8 @@ def _run(args: argparse.Namespace) -> int:
 #: Subcommands implemented in their own modules, each with ``main(argv) -> int``.
 DELEGATED: dict[str, tuple[str, str]] = {
     "check": ("traces.checker", "check one trace fast: isrlab check TRACE [--json]"),
+    "explain": ("traces.explain", "why each anomaly happened: isrlab explain TRACE "
+                "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
     "analyze": ("spark_analysis.cli",
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
     "campaign": ("faults.campaign",

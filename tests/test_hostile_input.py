@@ -215,7 +215,7 @@ def test_a_trace_is_read_by_its_bytes_not_by_its_name(tmp_path: Path, misnamed: 
     else:
         f = tmp_path / "t.jsonl.gz"
         f.write_bytes(data)
-    for args in (("check", str(f)), ("show", str(f)), ("replay", str(f))):
+    for args in (("check", str(f)), ("show", str(f)), ("replay", str(f)), ("explain", str(f))):
         proc = _isrlab(*args)
         assert proc.returncode in (0, 1), (args, proc.stderr)
         assert "Traceback" not in proc.stderr

@@ -16,6 +16,7 @@ from emulator.cluster import run
 from emulator.scenario import load
 from faults.shrink_cli import dumps_toml, main
 from traces.checker import check_file
+from traces.explain import explain, format_text
 from traces.reader import iter_events
 
 TARGETS = ("lost_acked_uncommitted", "lost_acked_write")
@@ -140,3 +141,9 @@ def test_shrink_takes_a_30_fault_catalog_run_down_to_at_most_five_faults(
     again = tmp_path / "again.jsonl"
     run(shrunk, shrunk["seed"], str(again))
     assert check_file(again).anomalies[anomaly] > 0
+    # Issue 20: the shrunk failure's explanation fits on a screen (at most 25 lines) and
+    # names a rule for the anomaly it was shrunk for
+    ex = explain(str(out / "shrunk.jsonl"))
+    text = format_text(ex)
+    assert len(text.splitlines()) <= 25, text
+    assert any(c.anomaly == anomaly and c.rule != "unexplained" for c in ex.chains), text

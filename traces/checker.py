@@ -262,7 +262,9 @@ class Checker:
     one event type and the deferred judgements run in ``result()`` once the final logs are in.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_details: int = MAX_DETAILS) -> None:
+        #: examples kept per anomaly (``isrlab explain`` keeps every one)
+        self.max_details = max_details
         self.events = 0
         self.scenario: dict[str, Any] = {}
         self.seed: int | None = None
@@ -335,7 +337,7 @@ class Checker:
         """
         part = self._part(key)
         part.counts[anomaly] += 1
-        if part.counts[anomaly] <= MAX_DETAILS:
+        if part.counts[anomaly] <= self.max_details:
             kept = self._details[anomaly]
             head: dict[str, Any] = {"topic": key[0], "partition": key[1]}
             if seq is not None:
@@ -629,7 +631,7 @@ class Checker:
         details: dict[str, list[dict[str, Any]]] = {}
         for name in ANOMALIES:
             kept = sorted(self._details[name], key=lambda sd: sd[0])
-            details[name] = [d for _, d in kept[:MAX_DETAILS]]
+            details[name] = [d for _, d in kept[:self.max_details]]
         must, forbid = _expectations(self.scenario)
         forbidden: list[str] = [a for a in ANOMALIES if a in forbid and totals[a] > 0]
         missing = [a for a in must if totals.get(a, 0) == 0]
@@ -894,10 +896,10 @@ def _load(path: Path, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:
             raise TraceError(name, None, "empty trace")
 
 
-def check_file(path: str | Path) -> CheckResult:
+def check_file(path: str | Path, *, max_details: int = MAX_DETAILS) -> CheckResult:
     """Check a ``.jsonl`` / ``.jsonl.gz`` trace file by streaming it."""
     stats: dict[str, Any] = {}
-    checker = Checker()
+    checker = Checker(max_details)
     for ev in _load(Path(path), stats):
         checker.feed(ev)
     checker.truncated = bool(stats.get("truncated"))

@@ -1,0 +1,139 @@
+"""isrlab explain (issue 20): each anomaly's causal chain, read from the trace alone.
+
+The catalog's recorded traces (tests/regressions, replayed bit for bit by test_regress) are
+the inputs: for each historical scenario the chain must end in the rule its catalog
+description names — truncation to the HW (S1), divergence kept by truncation to the HW
+(S2), the epoch-of-end answer (S3), the LESO check (S4), the maximal ISR (S5), an unclean
+election (S8), page-cache loss on the last ISR member (S9), the HW applied before truncation
+(S12) and a diverging fetch counted (S13) — and the replica logs the explainer rebuilds from
+the trace must equal the logs the run ended with.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+
+from traces.checker import check_file
+from traces.explain import RULES, UNKNOWN, explain, format_text, main, replica_logs
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+
+
+def recorded(name: str) -> str:
+    return str(REGRESSIONS / f"{name}.jsonl.gz")
+
+
+@pytest.mark.parametrize("scenario, anomaly, rule, steps", [
+    ("s1-kip101-hw-truncation", "lost_acked_write", "truncation_to_hw",
+     ["broker-2 truncated", "(high_watermark): lost the record",
+      "broker-2 elected leader (clean"]),
+    ("s2-kip101-power-loss-divergence", "log_divergence", "divergence_kept_hw",
+     ["became follower of broker-2", "did not truncate below"]),
+    ("s3-kip279-fast-failover-divergence", "log_divergence", "epoch_end_answer",
+     ["broker-2 became follower of broker-1 (epoch 2)", "did not truncate below"]),
+    ("s4-kafka7128-stale-hw-isr-expand", "lost_acked_write", "leso_check",
+     ["broker-3 joined the ISR", "leader epoch start offset 35",
+      "broker-3 elected leader (clean"]),
+    ("s5-kip497-maximal-isr-race", "lost_acked_write", "maximal_isr",
+     ["broker-3 joined the ISR [1,2,3]", "broker-3 elected leader (clean"]),
+    ("s8-unclean-election", "lost_acked_write", "unclean_election",
+     ["elected leader (unclean"]),
+    ("s9-last-replica-standing", "lost_acked_write", "last_replica_standing",
+     ["broker-1 power loss: recovered to LEO 0", "broker-1 elected leader (clean"]),
+    ("s12-kafka14704-follower-hw-before-truncate", "hw_regression_replica",
+     "hw_before_truncation", ["(fetch_response), while its own record at 30 differs",
+                              "truncated 35 -> 30 (leader_epoch)"]),
+    ("s13-kafka13141-diverging-fetch-hw", "lost_acked_write", "diverging_fetch_counted",
+     ["broker-1 elected leader (clean"]),
+    ("kafka15665-reassign-completes-short", "lost_acked_write", "removed_by_reassignment",
+     ["reassignment complete", "replica deleted: lost the record"]),
+])
+def test_each_catalog_chain_names_the_rule_its_description_names(
+        scenario: str, anomaly: str, rule: str, steps: list[str]) -> None:
+    ex = explain(recorded(scenario))
+    chains = [c for c in ex.chains if c.anomaly == anomaly and not RULES[c.rule].expected]
+    assert chains, format_text(ex)
+    assert {c.rule for c in chains} == {rule}, format_text(ex)
+    text = "\n".join(s.text for c in chains for s in c.steps)
+    for words in steps:
+        assert words in text, (words, text)
+    for c in chains:
+        assert [s.seq for s in c.steps] == sorted(s.seq for s in c.steps)
+
+
+def test_one_cause_is_one_chain_covering_every_record_it_lost() -> None:
+    """S1: every lost write comes from the same truncation and election: one chain, whose
+    records are exactly the checker's findings, and whose acknowledgement step reads the
+    leader, its epoch, the ISR and the HW off the trace."""
+    path = recorded("s1-kip101-hw-truncation")
+    found = check_file(path, max_details=1 << 30)
+    ex = explain(path)
+    [chain] = [c for c in ex.chains if c.anomaly == "lost_acked_write"]
+    assert chain.count == found.anomalies["lost_acked_write"] > 100
+    assert sorted(chain.records) == sorted(
+        (d["offset"], d["value"]) for d in found.details["lost_acked_write"])
+    assert chain.reads == found.anomalies["hw_regression_visible"]
+    ack = chain.steps[0].text
+    assert "by broker-1: leader epoch 0, ISR [1,2]" in ack and "on [1,2]" in ack
+
+
+def test_a_record_and_an_anomaly_can_be_asked_for_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = recorded("s1-kip101-hw-truncation")
+    assert main([path, "--record", "orders-0@5", "--json"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    lost = [c for c in out["chains"] if c["anomaly"] == "lost_acked_write"]
+    assert [c["offsets"] for c in lost] == [[5, 5]]
+    assert lost[0]["rule"] == "truncation_to_hw" and "KIP-101" in lost[0]["fix"]
+    assert main([path, "--anomaly", "isr_churn"]) == 0
+    text = capsys.readouterr().out
+    assert "isr_churn" in text and "lost_acked_write" not in text
+
+
+@pytest.mark.parametrize("trace", sorted(p.name for p in REGRESSIONS.glob("*.jsonl.gz")))
+def test_rebuilt_replica_logs_equal_the_logs_the_run_ended_with(trace: str) -> None:
+    """The fold's reconstruction (leader appends in its epoch, follower appends copying
+    the leader, truncations and recoveries cutting) against each replica's ``final_log``,
+    record by record, on every recorded trace — divergent ones included."""
+    logs, finals = replica_logs(str(REGRESSIONS / trace))
+    assert finals
+    for key, epochs in finals.items():
+        log = logs[key]
+        for offset, epoch in epochs.items():
+            assert log.epoch_at(offset) in (epoch, UNKNOWN), (key, offset)
+        assert not any(log.epoch_at(o) == UNKNOWN for o in epochs), key
+
+
+def test_an_unfinished_trace_is_explained_but_marked_incomplete(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = gzip.decompress(Path(recorded("s1-kip101-hw-truncation")).read_bytes()).splitlines(
+        keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[: len(lines) * 3 // 4]))
+    assert main([str(cut)]) == 3
+    assert "INCOMPLETE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--record", "orders@5"], "--record"),
+    (["--anomaly", "meteor_strike"], "--anomaly"),
+])
+def test_bad_arguments_exit_2_with_one_line(
+        capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    assert main([recorded("s1-kip101-hw-truncation"), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_a_missing_or_foreign_file_exits_2_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    foreign = tmp_path / "t.jsonl"
+    foreign.write_text('{"not": "a trace"}\n')
+    for path in (tmp_path / "absent.jsonl", foreign):
+        assert main([str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(path) in err[0]
