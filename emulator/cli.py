@@ -113,6 +113,8 @@ DELEGATED: dict[str, tuple[str, str]] = {
                  "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
     "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
                "[--budget N] [--anomaly NAME]"),
+    "compare": ("faults.compare", "one fault schedule under every era and bug: isrlab compare "
+                "SCENARIO [--eras all|E,..] [--bugs own|all|none|B,..] [--seeds A:B] [--json]"),
     "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
     "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
     "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),

@@ -636,6 +636,15 @@ def find(name_or_path: str) -> Path:
 
 def load(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """Read, override (``--set``), validate and resolve a scenario."""
+    raw, file, text, given = load_raw(name_or_path, overrides)
+    return resolve(raw, file, text, given)
+
+
+def load_raw(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()
+             ) -> tuple[dict[str, Any], str, str, dict[str, str]]:
+    """A scenario file as TOML data with ``--set`` applied, not yet resolved: (the data, the
+    file, its text, the fields the overrides set) — what :func:`resolve` takes, for tools
+    that vary a scenario before resolving it (``isrlab compare``)."""
     path = find(name_or_path)
     file = str(path)
     try:
@@ -655,7 +664,7 @@ def load(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict
         given[apply_override(raw, item, file)] = item
     if not raw.get("name"):
         raw["name"] = path.stem
-    return resolve(raw, file, text, given)
+    return raw, file, text, given
 
 
 def apply_override(raw: dict[str, Any], item: str, file: str) -> str:

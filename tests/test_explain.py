@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from traces.checker import check_file
-from traces.explain import RULES, UNKNOWN, explain, format_text, main, replica_logs
+from traces.explain import RULES, explain, format_text, main, replica_logs
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 
@@ -51,13 +51,20 @@ def recorded(name: str) -> str:
      ["broker-1 elected leader (clean"]),
     ("kafka15665-reassign-completes-short", "lost_acked_write", "removed_by_reassignment",
      ["reassignment complete", "replica deleted: lost the record"]),
+    ("reassign-cancel-unclean", "lost_acked_write", "reassignment_revert",
+     ["reassignment cancel: replicas [1,2]", "it takes away [3]"]),
+    # S7: what was acknowledged with the leader alone in the ISR (min ISR 1) is lost with its
+    # page cache; what all three had is lost as in S9, the emptied leader being re-elected
+    ("s7-acks-all-min-isr-1", "lost_acked_write", "min_isr_1 last_replica_standing",
+     ["ISR [1], HW", "broker-1 power loss: recovered to LEO 0"]),
+    ("s6-acks1-leader-failover", "lost_acked_uncommitted", "acks_1", ["(acks 1)"]),
 ])
 def test_each_catalog_chain_names_the_rule_its_description_names(
         scenario: str, anomaly: str, rule: str, steps: list[str]) -> None:
     ex = explain(recorded(scenario))
     chains = [c for c in ex.chains if c.anomaly == anomaly and not RULES[c.rule].expected]
     assert chains, format_text(ex)
-    assert {c.rule for c in chains} == {rule}, format_text(ex)
+    assert {c.rule for c in chains} == set(rule.split()), format_text(ex)
     text = "\n".join(s.text for c in chains for s in c.steps)
     for words in steps:
         assert words in text, (words, text)
@@ -99,13 +106,10 @@ def test_rebuilt_replica_logs_equal_the_logs_the_run_ended_with(trace: str) -> N
     """The fold's reconstruction (leader appends in its epoch, follower appends copying
     the leader, truncations and recoveries cutting) against each replica's ``final_log``,
     record by record, on every recorded trace — divergent ones included."""
-    logs, finals = replica_logs(str(REGRESSIONS / trace))
-    assert finals
+    rebuilt, finals = replica_logs(str(REGRESSIONS / trace))
+    assert finals and any(finals.values())
     for key, epochs in finals.items():
-        log = logs[key]
-        for offset, epoch in epochs.items():
-            assert log.epoch_at(offset) in (epoch, UNKNOWN), (key, offset)
-        assert not any(log.epoch_at(o) == UNKNOWN for o in epochs), key
+        assert rebuilt[key] == epochs, key
 
 
 def test_an_unfinished_trace_is_explained_but_marked_incomplete(

@@ -12,12 +12,15 @@ Two passes over the trace.
 1. The checker (:mod:`traces.checker`), keeping every finding rather than the first ten.
 2. A fold over the partitions that have findings, rebuilding what each replica's log held.
    A replica's log is a list of *runs*: offsets ``[start, end)`` tagged with the leader
-   epoch that wrote them. A leader's append (``leo_update`` while it is leader) is its own
-   epoch; a follower's append copies its leader's runs over the same offsets (the records a
-   fetch carries are the leader's); ``log_truncate``, ``log_recovery`` (a power loss keeps
-   only what the page cache had flushed), ``replica_deleted`` and ``replica_created`` cut or
-   reset the log. A record is identified by ``(offset, epoch)``: in one leader epoch one
-   leader writes each offset at most once. For every offset a finding names, the fold keeps
+   *term* that wrote them — one ``become_leader`` of one replica, shown by its leader
+   epoch. A leader's append (``leo_update`` while it is leader) is its own term; a
+   follower's append copies its leader's runs over the same offsets (the records a fetch
+   carries are the leader's); ``log_truncate``, ``log_recovery`` (a power loss keeps only
+   what the page cache had flushed), ``replica_deleted`` and ``replica_created`` cut or
+   reset the log. A record is identified by ``(offset, term)``: in one term one leader
+   writes each offset at most once. (Terms, not epochs: before KIP-380 a broker that
+   bounced inside its ZooKeeper session resumed leadership in the *same* epoch with an
+   emptied log and wrote the offsets again.) For every offset a finding names, the fold keeps
    each replica's history at that offset (which epoch it held, since when, and what changed
    it), and at each finding's witnessing event a snapshot of the partition (leader, epoch,
    committed ISR, the leader's HW, pending ISR expansions).
@@ -120,6 +123,16 @@ RULES: Final[dict[str, Rule]] = {
         "while the replicas it kept did not all hold it",
         "KAFKA-15665 (Kafka 3.8): KRaft completes a reassignment only once every target "
         "replica is in the ISR"),
+    "bounce_unnoticed": Rule(
+        "the leader restarted within its ZooKeeper session after losing the record; the "
+        "controller never saw it fail, so it kept its leadership (same epoch) and its ISR "
+        "place, and wrote the offsets again",
+        "KIP-380 (Kafka 2.2): broker epochs let the controller detect a bounced broker and "
+        "fail it out of its leaderships and ISRs"),
+    "reassignment_revert": Rule(
+        "cancelling a reassignment put the original replicas back, without the record (an "
+        "unclean revert: KIP-455's PartitionReassignmentRevert), and took the replicas "
+        "that held it away", "unclean.leader.election.enable=false: the cancel is refused"),
     "unclean_election": Rule(
         "an unclean election made an out-of-sync replica without the record leader",
         "unclean.leader.election.enable=false (the default since Kafka 0.11)"),
@@ -245,8 +258,8 @@ class _Log:
 
 @dataclass(frozen=True)
 class _Change:
-    """A replica's record at one offset changed: ``epoch`` is what it holds after (None:
-    nothing), ``how`` what did it."""
+    """A replica's record at one offset changed: ``epoch`` is the term of the record it
+    holds after (None: nothing), ``how`` what did it."""
 
     seq: int
     ts: int
@@ -273,7 +286,7 @@ class _Snap:
 @dataclass
 class _Part:
     logs: dict[int, _Log] = field(default_factory=dict)
-    #: replica -> (role, its leader epoch, the leader it follows)
+    #: replica -> (role, its term as leader or its leader epoch as follower, its leader)
     role: dict[int, tuple[str, int, int | None]] = field(default_factory=dict)
     leader: int | None = None
     leader_epoch: int = -1
@@ -338,6 +351,8 @@ class _Fold:
         self.crash_kind: dict[str, str] = {}
         self.header: Event = {}
         self.final_epochs: dict[tuple[str, int, int], dict[int, int]] = {}
+        #: leader term (the seq of its become_leader) -> its leader epoch
+        self.term_epoch: dict[int, int] = {UNKNOWN: UNKNOWN}
         #: the final value at each watched offset, per replica
         self.final_values: dict[tuple[str, int, int], dict[int, str]] = {}
         self.end_ts = 0
@@ -412,11 +427,11 @@ class _Fold:
             old, new = _int(ev.get("old")), _int(ev.get("new"))
             if old is None or new is None or new <= old:
                 return
-            role, own_epoch, leader = p.role.get(replica, ("none", UNKNOWN, None))
+            role, term, leader = p.role.get(replica, ("none", UNKNOWN, None))
             log = self._log(p, replica)
             if role == "leader":
-                runs = [(old, new, own_epoch)]
-                how = f"appended as leader in epoch {own_epoch}"
+                runs = [(old, new, term)]
+                how = f"appended as leader in epoch {self.term_epoch[term]}"
             else:
                 source = p.logs.get(leader) if leader is not None else None
                 runs = source.runs(old, new) if source is not None else [(old, new, UNKNOWN)]
@@ -465,7 +480,10 @@ class _Fold:
             self._log(p, replica).reset(leo)
         elif name == "become_leader" and replica is not None:
             epoch = _int(ev.get("leader_epoch"))
-            p.role[replica] = ("leader", epoch if epoch is not None else UNKNOWN, replica)
+            self.term_epoch[seq] = epoch if epoch is not None else UNKNOWN
+            p.role[replica] = ("leader", seq, replica)
+            p.steps.append((seq, ts, "become_leader", {
+                "replica": replica, "leader_epoch": epoch, "leo": _int(ev.get("leo"))}))
             leso = _int(ev.get("leso"))
             if leso is None:
                 leso = _int(ev.get("leo"))
@@ -575,16 +593,24 @@ class _Fold:
         return None
 
 
-def replica_logs(path: str) -> tuple[dict[tuple[str, int, int], _Log],
+def replica_logs(path: str) -> tuple[dict[tuple[str, int, int], dict[int, int | None]],
                                      dict[tuple[str, int, int], dict[int, int]]]:
-    """Every replica's log as the fold rebuilds it from ``path``, and the epochs the
-    trace's ``final_log`` events give each offset: what the tests hold equal."""
+    """For each replica with a ``final_log``: the epoch of each of its final offsets as the
+    fold rebuilt it from ``path`` (None: not held), and as ``final_log`` gives it — what
+    the tests hold equal."""
     fold = _Fold({}, {}, {}, every=True)
     with iter_events(path, verify=False) as stream:
         for ev in stream:
             fold.feed(ev)
     logs = {(k[0], k[1], r): log for k, p in fold.parts.items() for r, log in p.logs.items()}
-    return logs, fold.final_epochs
+    rebuilt: dict[tuple[str, int, int], dict[int, int | None]] = {}
+    for key, epochs in fold.final_epochs.items():
+        log = logs.get(key)
+        mine = rebuilt[key] = {}
+        for o in epochs:
+            term = log.epoch_at(o) if log is not None else None
+            mine[o] = None if term is None else fold.term_epoch[term]
+    return rebuilt, fold.final_epochs
 
 
 # --------------------------------------------------------------------------- chains
@@ -651,6 +677,10 @@ class _Judge:
         bugs = self.scenario.get("bugs")
         self.bugs = [b for b in bugs if isinstance(b, str)] if isinstance(bugs, list) else []
 
+    def _ep(self, term: int | None) -> int | None:
+        """The leader epoch of a term (None stays None)."""
+        return None if term is None else self.fold.term_epoch.get(term, UNKNOWN)
+
     def era(self) -> tuple[int, ...]:
         try:
             return tuple(int(x) for x in self.protocol.split("."))
@@ -701,13 +731,14 @@ class _Judge:
         if snap is not None and leader is not None:
             on = _set(sorted(holders)) if holders else "no replica"
             hw = snap.hw.get(leader)
-            if leader == snap.leader and epoch == snap.leader_epoch:
-                what += (f" by broker-{leader}: leader epoch {epoch}, ISR {_set(snap.isr)}, "
-                         f"HW {hw}; record of epoch {epoch} on {on}")
+            ep = self._ep(epoch)
+            if leader == snap.leader and ep == snap.leader_epoch:
+                what += (f" by broker-{leader}: leader epoch {ep}, ISR {_set(snap.isr)}, "
+                         f"HW {hw}; record of epoch {ep} on {on}")
             else:
                 now = (f"broker-{snap.leader} (epoch {snap.leader_epoch}, ISR "
                        f"{_set(snap.isr)})" if snap.leader is not None else "none")
-                what += (f": written by broker-{leader} as leader in epoch {epoch}, its HW "
+                what += (f": written by broker-{leader} as leader in epoch {ep}, its HW "
                          f"{hw}; the controller's leader by then {now}; record on {on}")
         steps.append(Step(seq, ts, what))
         if epoch is None:
@@ -719,7 +750,7 @@ class _Judge:
         events: list[tuple[int, int, str, Any]] = [
             (c.seq, c.ts, "change", c) for c in p.hist.get(offset, []) if c.seq > seq]
         events += [(s, t, k, f) for s, t, k, f in p.steps
-                   if s > seq and k in ("elected", "isr_join", "reassigned")]
+                   if s > seq and k in ("elected", "isr_join", "reassigned", "become_leader")]
         events.sort(key=lambda e: (e[0], e[2]))
         had = set(holders)            # ever held it since the anchor
         lost: dict[int, _Change] = {}  # replica -> how it lost it (last time)
@@ -755,22 +786,46 @@ class _Judge:
                     log_epoch = self._epoch_at(key, r, offset, s)
                     joins[r] = (s, t, data, log_epoch)
                     where = ("nothing" if log_epoch is None else
-                             f"a record of epoch {log_epoch}")
+                             f"a record of epoch {self._ep(log_epoch)}")
                     shown.append(Step(s, t, (
                         f"broker-{r} joined the ISR {_set(data['isr'])} ({data['reason']}) "
                         f"without the record: LEO {data['leo']}, at {offset} {where}"
                         + (f"; leader epoch start offset {data['leso']}"
                            if data.get("leso") is not None else ""))))
                     key_steps.append(s)
+            elif kind == "become_leader":
+                r = data["replica"]
+                if r == cur_leader and decisive is None and r not in holders and r in lost:
+                    # the controller's leader takes over without the record, which it lost
+                    # after its election: either it had led this very epoch before (it
+                    # bounced unnoticed and resumed) or it lost the record on its way in
+                    e = data["leader_epoch"]
+                    resumed = any(st[2] == "become_leader" and st[3]["replica"] == r
+                                  and st[3]["leader_epoch"] == e and st[0] < lost[r].seq
+                                  for st in p.steps)
+                    decisive = (s, t, {"leader": r, "leader_epoch": e, "isr": list(isr),
+                                       "election": "resumed" if resumed else "took over",
+                                       "holders": sorted(holders)})
+                    key_steps.append(s)
+                    shown.append(Step(s, t, (
+                        f"broker-{r} resumed leadership in epoch {e} without an election"
+                        if resumed else f"broker-{r} took leadership in epoch {e}, elected "
+                        "while it still held the record")
+                        + f" (LEO {data['leo']}), without the record"))
             elif kind == "reassigned":
-                gone = sorted(set(data["removed"]) & holders)
-                if gone or not holders & set(data["replicas"]):
+                left = set(data["replicas"])
+                gone = sorted(holders - left)
+                if gone or not holders & left:
                     shown.append(Step(s, t, (
                         f"reassignment {data['phase']}: replicas {_set(data['replicas'])}, ISR "
-                        f"{_set(data['isr'])}; removed {_set(data['removed'])}, of which "
-                        f"{_set(gone) if gone else 'none'} held the record; of the replicas "
-                        f"left, {_set(sorted(holders & set(data['replicas']))) or '[]'} hold it")))
+                        f"{_set(data['isr'])}; it takes away {_set(gone)}, which held the "
+                        f"record; of the replicas left, {_set(sorted(holders & left))} hold it")))
                     key_steps.append(s)
+                    if not holders & left and decisive is None:
+                        # no replica it leaves holds the record: this is the loss
+                        decisive = (s, t, {"leader": cur_leader, "leader_epoch": None,
+                                           "isr": data["isr"], "holders": [],
+                                           "election": f"reassignment_{data['phase']}"})
             elif kind == "elected":
                 new = data["leader"]
                 isr = set(data["isr"])
@@ -781,7 +836,7 @@ class _Judge:
                         decisive = None
                     else:
                         if decisive is None:
-                            decisive = (s, t, data)
+                            decisive = (s, t, {**data, "holders": sorted(holders)})
                             key_steps.append(s)
                         shown.append(Step(s, t, (
                             f"broker-{new} elected leader ({data['election']}, epoch "
@@ -822,7 +877,13 @@ class _Judge:
             return "final: the partition has no final log"
         r = summary.final_log_replica
         ep = self.fold.final_epochs.get((key[0], key[1], r), {}).get(offset)
-        held = f"{self._value(key, r, offset, ep)}" if ep is not None else "no record"
+        value = self.fold.final_values.get((key[0], key[1], r), {}).get(offset)
+        if ep is None:
+            held = "no record"
+        elif value is not None:
+            held = f"{value} (epoch {ep})"
+        else:
+            held = f"a record of epoch {ep}"
         return (f"final log (broker-{r}, HW {summary.final_hw}): offset {offset} holds "
                 f"{held}")
 
@@ -831,9 +892,9 @@ class _Judge:
         at ``offset`` (its value is known there), else ``a record of epoch 2``."""
         final = self.fold.final_epochs.get((key[0], key[1], replica), {})
         value = self.fold.final_values.get((key[0], key[1], replica), {}).get(offset)
-        if value is not None and final.get(offset) == epoch:
-            return f"{value} (epoch {epoch})"
-        return f"a record of epoch {epoch}"
+        if value is not None and final.get(offset) == self._ep(epoch):
+            return f"{value} (epoch {self._ep(epoch)})"
+        return f"a record of epoch {self._ep(epoch)}"
 
     def _rule(self, anomaly: str, key: Key, offset: int, snap: _Snap | None, epoch: int,
               had: set[int], lost: dict[int, _Change],
@@ -843,18 +904,32 @@ class _Judge:
         acks = str(anchor.get("acks"))
         if anomaly == "lost_acked_uncommitted" and acks == "1":
             return "acks_1"
+        single = snap is not None and len(snap.isr) == 1 and anomaly == "lost_acked_write"
+        if decisive is not None and decisive[2]["election"] == "reassignment_cancel":
+            return "reassignment_revert"
+        if decisive is not None and decisive[2]["election"] == "reassignment_complete":
+            return "removed_by_reassignment"
+        if decisive is not None and not decisive[2].get("holders"):
+            # no replica held it any more when the next leader came: how that leader was
+            # chosen is moot; what lost the last copies is the story
+            if single:
+                return "min_isr_1"   # acknowledged with one copy: any loss of it is a loss
+            before = [c for c in lost.values() if c.seq < decisive[0]]
+            if before and all("power loss" in c.how for c in before):
+                return self._power_rule({c.replica: c for c in before})
         if decisive is not None and decisive[2]["election"] == "unclean":
             return "unclean_election"
-        if snap is not None and len(snap.isr) == 1 and anomaly == "lost_acked_write":
-            return "min_isr_1"   # one copy acknowledged: any loss of it is a loss
         if decisive is not None:
             data = decisive[2]
             x = data["leader"]
             kind = data["election"]
+            if kind == "resumed":
+                return "bounce_unnoticed"
             if x in lost:
                 how = lost[x].how
                 if "power loss" in how:
-                    return self._power_rule(lost)
+                    return self._power_rule(
+                        {r: c for r, c in lost.items() if c.seq < decisive[0]})
                 if "(high_watermark)" in how:
                     return "truncation_to_hw" if self.era() < (0, 11) else "no_epoch_entry"
                 if "(offset_out_of_range)" in how:
@@ -864,7 +939,7 @@ class _Judge:
                 in_isr_at_ack = snap is not None and x in snap.isr
                 at_ack = snap.held.get(x) if snap is not None else None
                 if joined is not None:
-                    s, _t, jd, log_epoch = joined
+                    _s, _t, jd, log_epoch = joined
                     proposed = jd.get("proposed")
                     if log_epoch is not None and log_epoch != epoch:
                         return "diverging_fetch_counted"
@@ -882,6 +957,8 @@ class _Judge:
                 return "elr_election"
         if any(c.how == "replica deleted" for c in lost.values()):
             return "removed_by_reassignment"
+        if single:
+            return "min_isr_1"
         if lost and all("power loss" in c.how for c in lost.values()):
             return self._power_rule(lost)
         return "unexplained"
@@ -900,8 +977,9 @@ class _Judge:
         epochs = {r: p.logs[r].epoch_at(offset) for r in sorted(p.logs)}
         good = epochs.get(f) if f is not None else None
         steps = [Step(0, 0, "replicas at offset " + str(offset) + ": " + ", ".join(
-            f"broker-{r} epoch {e}" for r, e in epochs.items() if e is not None)
-            + (f"; the final leader broker-{f} holds epoch {good}" if f is not None else ""))]
+            f"broker-{r} epoch {self._ep(e)}" for r, e in epochs.items() if e is not None)
+            + (f"; the final leader broker-{f} holds epoch {self._ep(good)}"
+               if f is not None else ""))]
         kept = [r for r, e in epochs.items() if e is not None and e != good]
         rule = "divergence_kept"
         key_steps: list[Any] = []
@@ -910,13 +988,15 @@ class _Judge:
             if got:
                 c = got[-1]
                 steps.append(Step(c.seq, c.ts, f"broker-{r} {c.how}: its record of epoch "
-                                               f"{c.epoch} at {offset}"))
+                                               f"{self._ep(c.epoch)} at {offset}"))
             # its first follower turn under a leader of the final epoch or later, and the
             # truncations after it that stopped above the offset
             after = got[-1].seq if got else 0
             turn = next((st for st in p.steps if st[2] == "become_follower"
                          and st[3]["replica"] == r and st[0] > after
-                         and (good is None or (st[3]["leader_epoch"] or -1) >= good)), None)
+                         and (good is None
+                              or (st[3]["leader_epoch"] or -1) >= (self._ep(good) or -1))),
+                        None)
             if turn is None:
                 continue
             s, t, _, fd = turn

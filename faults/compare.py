@@ -1,0 +1,267 @@
+"""``isrlab compare SCENARIO``: one fault schedule under every era and re-enabled bug.
+
+The catalog says S1 loses acknowledged writes under 0.10 and under no later era; this
+command shows it from runs. It fixes the fault schedule once and replays it, unchanged,
+under each protocol era (``actors.eras.ERAS``) and under the scenario's era with each
+re-enabled bug, then prints one row per variant: the anomaly counts, and *why* — the rule
+at fault of the first chain ``isrlab explain`` finds (``traces.explain``).
+
+The schedule. A scripted scenario's ``[[faults.plan]]`` is the schedule. A scenario with a
+nemesis has its plan generated from each seed *once*, under the scenario's own settings,
+with the very RNG stream ``isrlab run`` uses (``RngTree(seed).child("nemesis")``), and
+every row runs that explicit plan with the nemesis off — so a random nemesis cannot pick
+other targets or times in another era, and the row of the scenario's own era is the run
+``isrlab run SCENARIO --seed N`` makes (its trace has the same records and faults). Each
+variant is the scenario file re-resolved with ``protocol`` and ``bugs`` changed, so every
+default is that era's (``unclean.leader.election.enable`` is on before 0.11); what the
+scenario or ``--set`` states explicitly stays. A variant the schedule is not valid in (a
+``cancel_reassign`` before KIP-455) is shown as n/a with the validator's one line.
+
+Rows: ``--eras`` (default all: each era with no bug), then ``--bugs`` (default: the
+scenario's own bugs; ``all``; ``none``), each on the scenario's era. Columns: the anomalies
+forbidden by default, the scenario's expected ones and ``lost_acked_uncommitted``, those
+found in some row. Cells sum the seeds' counts, with how many seeds showed it when there
+are several. Traces go to ``--out DIR`` when given (``DIR/<row>/seed-N.jsonl.gz``), else to
+a temporary folder removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from actors.eras import BUGS, ERAS
+from traces.checker import DEFAULT_FORBID, check_file
+from traces.explain import RULES, explain
+from traces.schema import ANOMALIES
+
+EXIT_BAD_INPUT: Final = 2
+
+
+class CompareError(Exception):
+    """Bad input: one line, exit 2."""
+
+
+@dataclass
+class Row:
+    label: str
+    era: str
+    bugs: list[str]
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
+    #: per anomaly, how many seeds showed it
+    seeds_with: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
+    #: the rule of the first chain explain finds (None: nothing to explain)
+    why: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "protocol": self.era, "bugs": self.bugs,
+                "anomalies": self.counts, "seeds_with": self.seeds_with, "why": self.why,
+                "error": self.error}
+
+
+@dataclass
+class Comparison:
+    scenario: str
+    seeds: list[int]
+    faults: dict[int, int]
+    columns: list[str]
+    rows: list[Row]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "seeds": self.seeds,
+                "faults": {str(k): v for k, v in self.faults.items()},
+                "columns": self.columns, "rows": [r.to_json() for r in self.rows]}
+
+
+def schedule(sc: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """The explicit fault plan ``isrlab run`` would use for ``sc`` and ``seed``: the
+    scripted steps and what the nemesis draws from the seed, in time order."""
+    from emulator.rng import RngTree
+    from faults.nemesis import generate
+
+    plan = [dict(f) for f in sc["faults"]["plan"]]
+    plan += generate(sc, RngTree(seed).child("nemesis"), swarm=sc["faults"]["swarm"])
+    plan.sort(key=lambda f: float(f["at_s"]))
+    return plan
+
+
+def variants(base: dict[str, Any], eras: Sequence[str], bugs: Sequence[str]
+             ) -> list[tuple[str, str, list[str]]]:
+    """(label, protocol, bugs) for each row."""
+    rows: list[tuple[str, str, list[str]]] = [(era, era, []) for era in eras]
+    rows += [(f"{base['protocol']} + {bug}", str(base["protocol"]), [bug]) for bug in bugs]
+    return rows
+
+
+def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ERAS,
+            bugs: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
+            out: Path | None = None, progress: Any = None) -> Comparison:
+    """Run the fixed schedule under each variant; raises CompareError on bad input."""
+    from emulator.cluster import run
+    from emulator.scenario import ScenarioError, load_raw, resolve
+
+    try:
+        raw0, file, text, given = load_raw(scenario, list(sets))
+        base = resolve(copy.deepcopy(raw0), file, text, given)
+    except ScenarioError as exc:
+        raise CompareError(str(exc)) from None
+    if bugs is None:
+        bugs = list(base["bugs"])
+    if seeds is None:
+        seeds = [int(base.get("seed") or 1)]
+    plans = {s: schedule(base, s) for s in seeds}
+    rows = [Row(label, era, list(bug)) for label, era, bug in variants(base, eras, bugs)]
+    work = out if out is not None else Path(tempfile.mkdtemp(prefix="isrlab-compare-"))
+    try:
+        for row in rows:
+            for s in seeds:
+                raw = copy.deepcopy(raw0)
+                raw["protocol"] = row.era
+                raw["bugs"] = list(row.bugs)
+                faults = raw.setdefault("faults", {})
+                faults["plan"] = [dict(f) for f in plans[s]]
+                faults["nemesis"] = []
+                try:
+                    sc = resolve(raw, file, text, given)
+                except ScenarioError as exc:   # the schedule is not valid in this variant
+                    row.error = f"{exc.field}: {exc.message}"
+                    break
+                path = work / _slug(row.label) / f"seed-{s}.jsonl.gz"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if progress is not None:
+                    progress(f"compare: {row.label}, seed {s}")
+                run(sc, s, str(path))
+                found = check_file(path)
+                for name, n in found.anomalies.items():
+                    row.counts[name] += n
+                    row.seeds_with[name] += 1 if n else 0
+                if row.why is None:
+                    row.why = _why(path, base)
+    finally:
+        if out is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return Comparison(str(base["name"]), list(seeds), {s: len(p) for s, p in plans.items()},
+                      _columns(base, rows), rows)
+
+
+def _why(path: Path, base: dict[str, Any]) -> str | None:
+    """The rule of the chain covering the most findings of the first watched anomaly that
+    has chains (``+N`` when its other chains name N other rules)."""
+    chains = [c for c in explain(str(path)).chains if not RULES[c.rule].expected]
+    for anomaly in _watched(base):
+        rules: dict[str, int] = {}
+        for c in chains:
+            if c.anomaly == anomaly:
+                rules[c.rule] = rules.get(c.rule, 0) + c.count
+        if rules:
+            ranked = sorted(rules, key=lambda r: -rules[r])   # stable: first seen wins ties
+            return ranked[0] + (f" +{len(ranked) - 1}" if len(ranked) > 1 else "")
+    return None
+
+
+def _watched(base: dict[str, Any]) -> list[str]:
+    expect = base.get("expect") or {}
+    wanted = set(DEFAULT_FORBID) | set(expect.get("anomalies") or []) | {
+        "lost_acked_uncommitted"}
+    return [a for a in ANOMALIES if a in wanted and a != "under_min_isr"]
+
+
+def _columns(base: dict[str, Any], rows: list[Row]) -> list[str]:
+    cols = [a for a in _watched(base) if any(r.counts[a] for r in rows)]
+    return cols or ["lost_acked_write"]
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", label).strip("_")
+
+
+def format_table(c: Comparison) -> str:
+    many = len(c.seeds) > 1
+    faults = sorted(set(c.faults.values()))
+    lines = [f"compare {c.scenario}: seeds {c.seeds[0]}..{c.seeds[-1]}, one fault schedule "
+             f"per seed ({'/'.join(map(str, faults))} faults), replayed under each row"]
+    width = max(len(r.label) for r in c.rows) + 2
+    head = "row".ljust(width) + "".join(f"{a:>{max(len(a), 9) + 2}}" for a in c.columns)
+    lines.append(head + "  why")
+    for r in c.rows:
+        if r.error is not None:
+            lines.append(r.label.ljust(width) + f"n/a: {r.error}")
+            continue
+        cells = ""
+        for a in c.columns:
+            cell = str(r.counts[a])
+            if many and r.counts[a]:
+                cell += f" ({r.seeds_with[a]}/{len(c.seeds)})"
+            cells += f"{cell:>{max(len(a), 9) + 2}}"
+        lines.append(r.label.ljust(width) + cells + f"  {r.why or ''}".rstrip())
+    return "\n".join(lines)
+
+
+def _parse_list(text: str, known: Sequence[str], flag: str) -> list[str]:
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in items if x not in known]
+    if bad:
+        raise CompareError(f"{flag}: unknown {', '.join(bad)} (known: {', '.join(known)})")
+    return items
+
+
+def main(argv: Sequence[str]) -> int:
+    """``isrlab compare SCENARIO [--eras all|E,..] [--bugs own|all|none|B,..] [--seeds A:B]
+    [--set K=V]... [--out DIR] [--json]``: 0, or 2 on bad input (one line)."""
+    from faults.campaign import CampaignError, parse_seeds
+
+    parser = argparse.ArgumentParser(
+        prog="isrlab compare",
+        description="One fault schedule under every protocol era and re-enabled bug.")
+    parser.add_argument("scenario", help="a TOML file or the name of a catalog entry")
+    parser.add_argument("--eras", default="all", help="all, or a comma list (0.10,2.8,...)")
+    parser.add_argument("--bugs", default="own",
+                        help="own (the scenario's), all, none, or a comma list")
+    parser.add_argument("--seeds", help="A:B, both included (default: the scenario's seed)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--out", help="keep the traces here (DIR/<row>/seed-N.jsonl.gz)")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else EXIT_BAD_INPUT
+    try:
+        eras = list(ERAS) if args.eras == "all" else _parse_list(args.eras, ERAS, "--eras")
+        bugs: list[str] | None
+        if args.bugs == "own":
+            bugs = None
+        elif args.bugs == "all":
+            bugs = list(BUGS)
+        elif args.bugs == "none":
+            bugs = []
+        else:
+            bugs = _parse_list(args.bugs, list(BUGS), "--bugs")
+        seeds = list(parse_seeds(args.seeds)) if args.seeds is not None else None
+        out = Path(args.out) if args.out is not None else None
+        if out is not None and out.exists() and not out.is_dir():
+            raise CompareError(f"--out: {out} exists and is not a directory")
+        result = compare(args.scenario, sets=args.set, eras=eras, bugs=bugs, seeds=seeds,
+                         out=out, progress=lambda m: print(m, file=sys.stderr))
+    except (CompareError, CampaignError) as exc:
+        print(f"isrlab compare: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        sys.stdout.write(orjson.dumps(result.to_json()).decode() + "\n")
+    else:
+        print(format_table(result))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))
