@@ -3,7 +3,9 @@
 (a) floor: one Trio memory-channel hop between two tasks with msgpack encode and decode of
     a 10-field message; (b) the emulator on scenarios/reference.toml (3 brokers, 6
     partitions, RF 3, 2,000 records/s, one consumer group, 60 simulated s, random faults).
-Prints both, their ratio, and simulated seconds per wall second.  Run: make bench
+Prints both, their ratio, and simulated seconds per wall second; then (c) the same run
+with message tracing (``--trace-messages``) and its slowdown factor (skip it with
+``--no-messages``).  Run: make bench
 
 A delivered message is one item taken from an actor's inbox (a Trio memory-channel hop):
 a network frame (msgpack, checksummed) or a timer message (in-process, no msgpack; every
@@ -83,6 +85,15 @@ def main() -> None:
           f"{per_frame * 1e6:.2f} us per frame, {per_frame / floor:.2f}x the floor")
     print(f"simulated seconds per wall second: {res.sim_seconds / wall:.2f}")
     print(f"trace: {len(buf.getvalue()) / 1e6:.1f} MB, status {res.status}")
+    if "--no-messages" in sys.argv:
+        return
+    # (c) the same run with message tracing (isrlab run --trace-messages)
+    mbuf = io.BytesIO()
+    c0 = time.process_time()
+    mres = run(sc, 1, None, writer=TraceWriter(None, buffer=mbuf), trace_messages=True)
+    mcpu = time.process_time() - c0
+    print(f"(c) with --trace-messages: {mres.events:,} trace events, {mcpu:.1f} CPU s: "
+          f"{mcpu / cpu:.2f}x the run without ({len(mbuf.getvalue()) / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"isrlab: {out}: --out: cannot write: {exc.strerror}", file=sys.stderr)
         return 2
-    res = run(sc, seed, out, clock=args.clock)
+    res = run(sc, seed, out, clock=args.clock, trace_messages=args.trace_messages)
     verdict: dict[str, Any] = {}
     code = 0 if res.status == "ok" else 1
     try:
@@ -158,6 +158,8 @@ def _main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="trace path (.jsonl or .jsonl.gz)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--clock", choices=("virtual", "real"), default="virtual")
+    p.add_argument("--trace-messages", action="store_true",
+                   help="also trace every message sent and received (msg_send, msg_recv)")
     p.set_defaults(fn=_run)
     for name, (_module, help_text) in DELEGATED.items():
         sub.add_parser(name, help=help_text)

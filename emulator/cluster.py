@@ -83,7 +83,7 @@ class Cluster:
     """The simulated world: nodes, their disks, the network, and the fault hooks."""
 
     def __init__(self, sc: dict[str, Any], seed: int, writer: TraceWriter, *,
-                 clock: str = "virtual") -> None:
+                 clock: str = "virtual", trace_messages: bool = False) -> None:
         self.sc = sc
         self.seed = seed
         self.rng = RngTree(seed)
@@ -91,7 +91,8 @@ class Cluster:
         net = sc["network"]
         self.network = Network(self.rng.child("network"), DelayDist(**net["delay"]),
                                drop_rate=net["drop_rate"], corrupt_rate=net["corrupt_rate"])
-        self.sched = Scheduler(self.network, writer, clock=clock)
+        self.sched = Scheduler(self.network, writer, clock=clock,
+                               trace_messages=trace_messages)
         self.writer = writer
         cl = sc["cluster"]
         self.broker_ids = tuple(range(1, cl["brokers"] + 1))
@@ -715,12 +716,14 @@ class Cluster:
 
 
 def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual",
-        writer: TraceWriter | None = None) -> RunResult:
-    """Run a resolved scenario with ``seed``; always leaves a trace ending in run_end."""
+        writer: TraceWriter | None = None, trace_messages: bool = False) -> RunResult:
+    """Run a resolved scenario with ``seed``; always leaves a trace ending in run_end.
+    ``trace_messages`` adds a line per message sent and received (emulator.msgtrace)."""
     wall0 = time.perf_counter()
     w = writer or TraceWriter(out)
-    cluster = Cluster(sc, seed, w, clock=clock)
-    w.start(seed=seed, scenario=sc, fault_plan=cluster.plan, protocol=sc["protocol"])
+    cluster = Cluster(sc, seed, w, clock=clock, trace_messages=trace_messages)
+    w.start(seed=seed, scenario=sc, fault_plan=cluster.plan, protocol=sc["protocol"],
+            **({"trace_messages": True} if trace_messages else {}))
     status, error = "ok", None
     extra: dict[str, Any] = {}
 

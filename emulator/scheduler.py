@@ -43,6 +43,7 @@ import trio
 from actors.core import CancelTimer, Emit, Machine, Send, Timer
 from actors.messages import ConnectionReset
 from actors.wire import Codec, FrameError, decode
+from emulator.msgtrace import describe
 from emulator.network import Network
 from traces.writer import TraceWriter
 
@@ -93,7 +94,7 @@ class Node:
 
 class Scheduler:
     def __init__(self, network: Network, writer: TraceWriter, *, clock: str = "virtual",
-                 speed: float = 1.0) -> None:
+                 speed: float = 1.0, trace_messages: bool = False) -> None:
         self.network = network
         self.writer = writer
         self.clock = clock
@@ -117,6 +118,12 @@ class Scheduler:
         self._system_codec = Codec()   # frames of the simulated TCP stack (resets)
         #: (node, actor, handle) -> seq of a cancellable timer not yet delivered (or held)
         self._cancellable: dict[tuple[str, str, int], int] = {}
+        #: message tracing (emulator.msgtrace): the id of each frame in flight, by heap seq
+        #: (and, while its node is paused, by the held entry)
+        self.trace_messages = trace_messages
+        self._msg_count = 0
+        self._msg_ids: dict[int, int] = {}
+        self._held_ids: dict[int, int] = {}
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -130,12 +137,13 @@ class Scheduler:
         self._stop = True
 
     def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes, handle: int = 0
-              ) -> None:
+              ) -> int:
         seq = self._seq = self._seq + 1
         self._entries[seq] = (kind, dst, src, frame, handle)
         if handle:
             self._cancellable[(dst[0], dst[1], handle)] = seq
         heapq.heappush(self._heap, t << SEQ_BITS | seq)
+        return seq
 
     def emit(self, node: str, actor: str, event: str, **fields: Any) -> None:
         self.writer.emit(self.now, node, actor, event, fields)
@@ -192,6 +200,8 @@ class Scheduler:
         node.state = "down"
         node.machines = {}
         node.inboxes = {}
+        for entry in node.held:
+            self._held_ids.pop(id(entry), None)
         node.held = []
         node.power_off = power_loss
         node.storage.crash(power_loss, now_ms=self.now // 1000)
@@ -211,6 +221,7 @@ class Scheduler:
             heapq.heapify(self._heap)
             for key in sorted(lost):
                 _, dst, src, frame, _h = entries.pop(key & SEQ_MASK)
+                self._msg_ids.pop(key & SEQ_MASK, None)
                 self._drop(src, dst, frame, "node_down")
         if not power_loss:
             self._reset_connections(name)
@@ -267,7 +278,10 @@ class Scheduler:
         self.emit(name, "sim", "node_resume")
         held, node.held = node.held, []
         for entry in held:
-            self._push(self.now, DELIVER, entry[1], entry[2], entry[3], entry[4])
+            seq = self._push(self.now, DELIVER, entry[1], entry[2], entry[3], entry[4])
+            mid = self._held_ids.pop(id(entry), None)
+            if mid is not None:
+                self._msg_ids[seq] = mid
 
     # -- the actor shell -------------------------------------------------------------------
     async def _node_task(self, node: Node, scope: trio.CancelScope,
@@ -349,12 +363,15 @@ class Scheduler:
             elif e[0] == "s":  # type: ignore[index]
                 _, dst, frame = e  # type: ignore[misc]
                 fate = self.network.transmit(now, m.node, dst[0], frame)
+                mid = self._trace_send(m, dst, frame, fate) if self.trace_messages else 0
                 if isinstance(fate, str):
                     self.writer.emit(now, m.node, m.name, "msg_drop", {
                         "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
                         "msg": _msg_name(frame), "reason": fate, **_msg_detail(frame)})
                 else:
-                    self._push(fate[0], DELIVER, dst, m.address, fate[1])
+                    seq = self._push(fate[0], DELIVER, dst, m.address, fate[1])
+                    if mid:
+                        self._msg_ids[seq] = mid
             elif e[0] == "t":  # type: ignore[index]
                 _, delay, frame, handle = e  # type: ignore[misc]
                 self._push(now + delay, DELIVER, m.address, m.address, frame, handle)
@@ -363,6 +380,25 @@ class Scheduler:
                 entry = self._entries.get(seq)
                 if entry is not None and entry[0] == DELIVER:
                     self._entries[seq] = (CANCELLED, *entry[1:])
+
+    def _trace_send(self, m: Machine, dst: tuple[str, str], frame: bytes, fate: Any) -> int:
+        """A ``msg_send`` line for a frame ``m`` sends (message tracing); its id."""
+        self._msg_count += 1
+        kind, keys = describe(frame)
+        where: dict[str, Any] = ({"fate": fate} if isinstance(fate, str) else
+                                 {"fate": "deliver", "deliver_us": fate[0]})
+        self.writer.emit(self.now, m.node, m.name, "msg_send", {
+            "msg_id": self._msg_count, "src": f"{m.node}/{m.name}",
+            "dst": f"{dst[0]}/{dst[1]}", "msg": kind, **where, **keys})
+        return self._msg_count
+
+    def _trace_recv(self, seq: int, dst: tuple[str, str], src: tuple[str, str],
+                    frame: bytes) -> None:
+        """A ``msg_recv`` line for a traced frame put into its receiver's inbox."""
+        mid = self._msg_ids.pop(seq, None)
+        if mid is not None:
+            self.writer.emit(self.now, dst[0], dst[1], "msg_recv", {
+                "msg_id": mid, "src": f"{src[0]}/{src[1]}", "msg": _msg_name(frame)})
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self, boot: Callable[[], None]) -> None:
@@ -402,6 +438,7 @@ class Scheduler:
         nodes = self.nodes
         network = self.network
         heappop = heapq.heappop
+        tracing = self.trace_messages
         while True:
             if not heap or self._stop:
                 self._done.set()
@@ -420,14 +457,20 @@ class Scheduler:
                 entries.pop(heappop(heap) & SEQ_MASK)[1]()
                 continue
             batch: list[tuple[Any, ...]] = []
+            seqs: list[int] = []   # the heap seq of each delivery (message tracing only)
             end = (t + 1) << SEQ_BITS
             while heap and heap[0] < end:
                 kind = entries[heap[0] & SEQ_MASK][0]
                 if kind == CONTROL:
                     break
-                entry = entries.pop(heappop(heap) & SEQ_MASK)
+                seq = heappop(heap) & SEQ_MASK
+                entry = entries.pop(seq)
                 if kind == DELIVER:
                     batch.append(entry)
+                    if tracing:
+                        seqs.append(seq)
+                elif tracing:
+                    self._msg_ids.pop(seq, None)
             results: list[list[tuple[Machine, list[Outbound]]] | None] = [None] * len(batch)
             self._results = results
             pending = 0
@@ -437,20 +480,30 @@ class Scheduler:
                     self._cancellable.pop((dst[0], dst[1], handle), None)
                 node = nodes.get(dst[0])
                 if node is None or node.state == "down":
+                    if tracing:
+                        self._msg_ids.pop(seqs[i], None)
                     self._drop(src, dst, frame, "node_down")
                     if node is not None and not node.power_off:
                         self._refuse(dst[0], src)
                     continue
                 if src[0] != dst[0] and network.is_cut(src[0], dst[0]):
+                    if tracing:
+                        self._msg_ids.pop(seqs[i], None)
                     self._drop(src, dst, frame, "partition")
                     continue
                 if node.state == "paused":
                     node.held.append(entry)
+                    if tracing and seqs[i] in self._msg_ids:
+                        self._held_ids[id(entry)] = self._msg_ids.pop(seqs[i])
                     continue
                 inbox = node.inboxes.get(dst[1])
                 if inbox is None:
+                    if tracing:
+                        self._msg_ids.pop(seqs[i], None)
                     self._drop(src, dst, frame, "no_such_actor")
                     continue
+                if tracing:
+                    self._trace_recv(seqs[i], dst, src, frame)
                 inbox.send_nowait((i, src, frame, node.machines[dst[1]]))
                 pending += 1
                 if type(frame) is bytes:

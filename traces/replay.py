@@ -91,6 +91,9 @@ class ReplayResult:
     divergence: Divergence | None
     plan_matches: bool  #: the header's fault_plan equals the one regenerated from the seed
     warnings: list[str] = field(default_factory=list)
+    #: "raw": byte for byte; "events": one side traces messages and the other does not, so
+    #: the model events are compared without their seq and crc (``model_lines``)
+    mode: str = "raw"
 
     @property
     def identical(self) -> bool:
@@ -125,6 +128,30 @@ def raw_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
 
 
 # --- comparing -------------------------------------------------------------------------------
+
+
+#: message-tracing lines (emulator.msgtrace.MESSAGE_EVENTS): no part of the model's story
+_MESSAGE_EVENTS: Final = (b'"event":"msg_send"', b'"event":"msg_recv"')
+
+
+def model_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """A trace's lines without its message lines, each without ``seq`` and ``crc`` (and
+    ``run_start``'s ``trace_messages``, ``run_end``'s ``events`` and ``sha256``, which
+    count or cover them): what a run with message tracing must share with one without."""
+    for line in raw_lines(path):
+        if any(m in line for m in _MESSAGE_EVENTS):
+            continue
+        ev = _parse(line)
+        if ev is None:
+            yield line
+            continue
+        ev.pop("seq", None)
+        if ev.get("event") == "run_start":
+            ev.pop("trace_messages", None)
+        elif ev.get("event") == "run_end":
+            ev.pop("events", None)
+            ev.pop("sha256", None)
+        yield orjson.dumps(ev)
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
@@ -248,8 +275,12 @@ def _header_inputs(path: str, header: Event) -> tuple[dict[str, Any], int, list[
 
 
 def replay_trace(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-                 context: int = DEFAULT_CONTEXT) -> ReplayResult:
-    """Verify, re-run and compare one trace. Raises TraceError on bad input."""
+                 context: int = DEFAULT_CONTEXT, trace_messages: bool = False) -> ReplayResult:
+    """Verify, re-run and compare one trace. Raises TraceError on bad input.
+
+    A trace recorded with message tracing is replayed with it. ``trace_messages`` adds it
+    to a replay of a trace without: the two then share every model event (compared without
+    ``seq`` and ``crc``, :func:`model_lines`), and the replay has the messages too."""
     from emulator.cluster import run
 
     trace = os.fspath(path)
@@ -273,16 +304,20 @@ def replay_trace(path: str | os.PathLike[str], out: str | os.PathLike[str] | Non
         else:
             new = os.fspath(out)
             Path(new).parent.mkdir(parents=True, exist_ok=True)
-        result = run(scenario, seed, new)
+        recorded_messages = header.get("trace_messages") is True
+        with_messages = trace_messages or recorded_messages
+        result = run(scenario, seed, new, trace_messages=with_messages)
         new_header = next(raw_lines(new), b"")
         parsed = _parse(new_header) or {}
         plan_matches = parsed.get("fault_plan") == header.get("fault_plan")
-        divergence, lines = first_divergence(raw_lines(trace), raw_lines(new),
+        mode = "raw" if with_messages == recorded_messages else "events"
+        read = raw_lines if mode == "raw" else model_lines
+        divergence, lines = first_divergence(read(trace), read(new),
                                              context=context, across_versions=across_versions)
     return ReplayResult(
         trace=trace, replayed_trace=None if out is None else new, recorded_version=version,
         recorded_digest=recorded_digest, replayed_digest=result.digest, lines=lines,
-        divergence=divergence, plan_matches=plan_matches, warnings=warnings)
+        divergence=divergence, plan_matches=plan_matches, warnings=warnings, mode=mode)
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -300,15 +335,19 @@ def _show(line: bytes | None, width: int | None) -> str:
 def format_result(res: ReplayResult, *, width: int | None = LINE_WIDTH) -> str:
     """The human report of a replay (stdout)."""
     lines: list[str] = []
-    if res.divergence is None:
+    if res.divergence is None and res.mode == "events":
+        lines.append(f"identical: {res.trace} replays event for event ({res.lines} events; "
+                     "message lines aside, and the seq and crc they shift)")
+    elif res.divergence is None:
         lines.append(f"identical: {res.trace} replays byte for byte ({res.lines} lines, "
                      f"digest {res.replayed_digest})")
     else:
         d = res.divergence
         same = (f"replays identically up to seq {d.seq - 1}" if d.seq > 0
                 else "differs from its first line")
-        lines.append(f"DIVERGED: {res.trace} {same}; "
-                     f"first divergent event: seq {d.seq} (line {d.seq + 1})")
+        where = (f"seq {d.seq} (line {d.seq + 1})" if res.mode == "raw"
+                 else f"model event {d.seq} (message lines aside)")
+        lines.append(f"DIVERGED: {res.trace} {same}; first divergent event: {where}")
         if d.seq == 0 and not res.plan_matches:
             lines.append("  the fault plan regenerated from the seed differs from the "
                          "recorded fault_plan")
@@ -352,6 +391,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--context", type=int, default=DEFAULT_CONTEXT, metavar="N",
                         help=f"identical lines shown before the divergence ({DEFAULT_CONTEXT})")
     parser.add_argument("--full", action="store_true", help="do not shorten long lines")
+    parser.add_argument("--trace-messages", action="store_true",
+                        help="replay with message tracing (keep it with --out)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -362,7 +403,8 @@ def main(argv: list[str]) -> int:
             print(f"isrlab: {args.out}: --out: {problem}", file=sys.stderr)
             return 2
     try:
-        res = replay_trace(args.trace, args.out, context=args.context)
+        res = replay_trace(args.trace, args.out, context=args.context,
+                           trace_messages=args.trace_messages)
     except TraceError as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return 2

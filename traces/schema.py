@@ -51,6 +51,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "node_pause": (),
     "node_resume": (),
     "msg_drop": ("src", "dst", "msg", "reason"),
+    # message tracing (isrlab run --trace-messages; run_start then has trace_messages: true):
+    # every frame sent (its fate: "deliver" at deliver_us, or a drop reason) and received,
+    # with the message's key fields (emulator.msgtrace)
+    "msg_send": ("msg_id", "src", "dst", "msg", "fate"),
+    "msg_recv": ("msg_id", "src", "msg"),
     "request_failed": ("peer", "request", "reason"),
     # replica fetcher threads (actor ReplicaFetcherThread-<fetcher id>-<leader>)
     # (``topic_partition(s)``: "<topic>-<p>" strings, never ``partition``, an int everywhere)

@@ -221,6 +221,13 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
     "msg_drop": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} {e.get('msg')} "
                            f"({e.get('reason')})",
                  ("src", "dst", "msg", "reason")),
+    "msg_send": (lambda e: f"#{e.get('msg_id')} {e.get('msg')} → {_val(e.get('dst'))} "
+                           + (f"(due {e['deliver_us'] / 1e6:.3f})"
+                              if isinstance(e.get("deliver_us"), int)
+                              else f"({e.get('fate')})"),
+                 ("msg_id", "msg", "src", "dst", "fate", "deliver_us")),
+    "msg_recv": (lambda e: f"#{e.get('msg_id')} {e.get('msg')} ← {_val(e.get('src'))}",
+                 ("msg_id", "msg", "src")),
     "frame_rejected": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} "
                                  f"{e.get('error')}",
                        ("src", "dst", "error")),

@@ -131,10 +131,10 @@ class TraceWriter:
                         "actor": actor, **fields})
 
     def start(self, *, seed: int, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
-              protocol: str) -> None:
+              protocol: str, **extra: Any) -> None:
         self.emit(0, "sim", "sim", "run_start", {
             "schema": SCHEMA_VERSION, "isrlab_version": ISRLAB_VERSION, "seed": seed,
-            "protocol": protocol, "scenario": scenario, "fault_plan": fault_plan})
+            "protocol": protocol, "scenario": scenario, "fault_plan": fault_plan, **extra})
 
     def close(self, status: str, **fields: Any) -> str:
         """Write ``run_end`` (status, event count, sha256 of all prior lines), flush, close.

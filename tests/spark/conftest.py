@@ -170,6 +170,14 @@ def corpus(spark: SparkSession) -> Corpus:
         path = trace.write(folder / "handmade" / f"{name}{suffix}", end=name != "healthy")
         key = str(path.resolve())
         expected[key], kind[key], scenario[key] = check_file(path).anomalies, "handmade", name
+    # a run traced with its messages (isrlab run --trace-messages): Spark reads the extra
+    # msg_send / msg_recv lines and agrees with the checker all the same
+    from emulator.cluster import run
+    traced = folder / "messages" / "s13-with-messages.jsonl"
+    traced.parent.mkdir(exist_ok=True)
+    run(load_scenario("s13-kafka13141-diverging-fetch-hw"), 1, str(traced), trace_messages=True)
+    key = str(traced.resolve())
+    expected[key], kind[key], scenario[key] = check_file(traced).anomalies, "messages", "s13"
     generate_s = time.perf_counter() - _generation["t0"]
     t0 = time.perf_counter()
     loaded = load_traces(spark, [str(folder)])  # one read of the whole folder

@@ -24,6 +24,7 @@ def test_the_corpus_is_the_whole_catalog_and_at_least_200_random_runs(corpus: Co
     catalog = {corpus.scenario[t] for t, k in corpus.kind.items() if k == "catalog"}
     assert catalog == {p.stem for p in ROOT.glob("scenarios/*.toml")}
     assert sum(k == "random" for k in corpus.kind.values()) == RANDOM_RUNS >= 200
+    assert sum(k == "messages" for k in corpus.kind.values()) == 1   # a --trace-messages run
     # only the hand-built "healthy" trace, written without run_end on purpose
     assert [(Path(p.trace).name.split(".")[0], p.action) for p in corpus.loaded.problems] == [
         ("healthy", "tail lost")]
