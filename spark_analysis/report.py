@@ -7,9 +7,14 @@ Design.
 
 * Sources of truth. A trace report folds the trace once through ``traces.reader`` (verified)
   into ``traces.checker.Checker`` for the verdict and into compact plot state
-  (``report_trace``); the space-time diagram makes a second pass that stops after a few
-  seconds of the run around the first anomaly. Nothing is recomputed differently from
-  ``isrlab check``: the counts and examples on the page are the checker's.
+  (``report_trace``). Nothing is recomputed differently from ``isrlab check`` and ``isrlab
+  explain``: the counts and examples on the page are the checker's, the "why" section lists
+  ``traces.explain``'s chains.
+* The space-time diagram draws real messages (``report_messages``) around the steps of the
+  first chain: the trace's own message lines, or — for a trace without them — those of a
+  re-run of its scenario and seed with ``--trace-messages`` (``traces.replay``), used only
+  when the re-run is the same run event for event (``--no-rerun`` skips it). Without
+  messages it falls back to arrows inferred between traced events (``report_figures``).
 * One file, offline. plotly.js is inlined once; figures carry their data inline; the page
   loads nothing from the network (``report_html``).
 * Size and speed. A 60-simulated-second reference run (~470k events, ~100k LEO/HW changes)
@@ -21,6 +26,7 @@ Design.
   Traces cut off mid-write are reported with a warning instead of refused.
 
 Modules: ``report`` (this: CLI and the trace page), ``report_trace`` (reading),
+``report_messages`` (the message space-time diagram),
 ``report_figures`` (plotly figures), ``report_campaign`` (campaign page), ``report_html``
 (page shell), ``report_browser`` (headless Chromium driver for the test and the benchmark).
 """
@@ -151,11 +157,16 @@ def _plot_id(pname: str) -> str:
     return "tl-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in pname)
 
 
-def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
-    """(HTML, one-line summary) for one trace; raises TraceError on bad input."""
+def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
+                 ) -> tuple[str, str]:
+    """(HTML, one-line summary) for one trace; raises TraceError on bad input. ``rerun``:
+    a trace without message lines is re-run with message tracing for the space-time
+    diagram (only when it replays identically)."""
     from spark_analysis import report_figures as rf
+    from traces.explain import RULES, explain
 
     view = read_view(path)
+    chains = [c for c in explain(path).chains if not RULES[c.rule].expected]
     r, sc, hdr = view.result, view.scenario, view.header
     examples = _examples(view)
     status = (view.footer or {}).get("status", "no run_end")
@@ -179,6 +190,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
     for w in view.warnings:
         body.append(Html(f'<div class="warnbox">{esc(w)}</div>'))
     body.append(Html('<nav class="toc"><a href="#anomalies">anomalies</a>'
+                     '<a href="#why">why (causal chains)</a>'
                      '<a href="#timelines">partition timelines</a>'
                      '<a href="#spacetime">space-time diagram</a><a href="#config">scenario</a>'
                      "</nav>"))
@@ -213,6 +225,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
            '<p id="anomaly-table" class="note">No anomaly example: the checker found '
            "nothing to point at in this trace.</p>")
         + "</div></div></section>"))
+    body.append(_why_section(view, chains))
     # per-partition timelines
     sizes = rf.series_sizes(view)
     caps = rf.allocate(sizes, max_points)
@@ -244,8 +257,9 @@ def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
         tl.append(Html('<p class="note">No partition events in this trace.</p>'))
     tl.append(Html("</section>"))
     body += tl
-    # space-time diagram around the first anomaly
-    body.append(_spacetime_section(view, _focus(view, examples)))
+    # space-time diagram: real messages around the first chain, else inferred arrows
+    drawn, why_not = _message_section(view, chains, rerun)
+    body.append(drawn or _spacetime_section(view, _focus(view, examples), why_not))
     # scenario
     plan = hdr.get("fault_plan") if isinstance(hdr.get("fault_plan"), list) else []
     assert isinstance(plan, list)
@@ -272,7 +286,106 @@ def trace_report(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
     return page(title, header, body), summary
 
 
-def _spacetime_section(view: TraceView, focus: dict[str, Any] | None) -> Html:
+#: at most this many chains are listed in the "why" section
+MAX_CHAINS = 8
+
+
+def _why_section(view: TraceView, chains: list[Any]) -> Html:
+    """Each anomaly's causal chain (``isrlab explain``) as an annotated timeline."""
+    from traces.explain import RULES
+
+    head = ('<section id="why"><h2>Why: causal chains (<code>isrlab explain</code>)</h2>')
+    if not chains:
+        return Html(head + '<p class="note">No loss, divergence or other anomaly with a '
+                    "rule to explain in this trace.</p></section>")
+    parts = [head, '<p class="note">Each chain is read off the trace alone: the write and its '
+             "acknowledgement, what took the record from each replica, who joined the ISR "
+             "without it, the election, the overwriting append, the faults — and the rule at "
+             "fault. Click a time to zoom the partition timeline there.</p>"]
+    minor = [c for c in chains if not c.records and c.rule == "unexplained"]
+    chains = [c for c in chains if c not in minor]
+    for i, c in enumerate(chains[:MAX_CHAINS]):
+        offs = sorted(o for o, _ in c.records)
+        what = (f"{len(offs)} record(s), offsets {offs[0]}..{offs[-1]}" if offs
+                else f"{c.count} occurrence(s)")
+        rule = RULES[c.rule]
+        steps = "".join(
+            f"<li>{_moment(_plot_id(f'{c.topic}-{c.partition}'), st.ts_us, view.end_us)} "
+            f"{esc(st.text)}</li>" for st in c.steps if st.seq != 1 << 62) + "".join(
+            f"<li><i>{esc(st.text)}</i></li>" for st in c.steps if st.seq == 1 << 62)
+        parts.append(
+            f'<div class="chain" id="chain-{i}"><h3>{esc(c.anomaly)} · '
+            f"{esc(c.topic)}-{esc(c.partition)} · {esc(what)}</h3>"
+            f'<p><b>rule</b> <code class="rule">{esc(c.rule)}</code>: {esc(rule.what)}<br>'
+            f"<b>changed by</b> {esc(rule.fix)}</p><ol class=\"steps\">{steps}</ol></div>")
+    if len(chains) > MAX_CHAINS:
+        parts.append(f'<p class="note">{len(chains) - MAX_CHAINS} more chain(s): '
+                     "<code>isrlab explain</code> lists them all.</p>")
+    if minor:
+        parts.append('<h3>Other findings (no rule of their own)</h3><ul class="minor">' + "".join(
+            f"<li><b>{esc(c.anomaly)}</b> {esc(c.topic)}-{esc(c.partition)}"
+            + (f" ×{c.count}" if c.count > 1 else "") + ": "
+            + (_moment(_plot_id(f"{c.topic}-{c.partition}"), c.steps[0].ts_us, view.end_us)
+               if c.steps[0].seq != 1 << 62 else "at the end")
+            + f" {esc(c.steps[0].text)}</li>" for c in minor[:3 * MAX_CHAINS]) + "</ul>")
+    parts.append("</section>")
+    return Html("".join(parts))
+
+
+def _message_section(view: TraceView, chains: list[Any], rerun: bool
+                     ) -> tuple[Html | None, str]:
+    """The space-time diagram of the first chain from message lines: the trace's own, or
+    a re-run's with ``--trace-messages`` when the re-run is identical. (None, why): no
+    chain, or no messages to be had — the inferred diagram is drawn instead."""
+    import tempfile
+
+    from spark_analysis import report_messages as rm
+    from traces.replay import replay_trace
+
+    chain = next((c for c in chains if c.records), chains[0] if chains else None)
+    if chain is None:
+        return None, ""
+    head = '<section id="spacetime"><h2>Space-time diagram</h2>'
+    note = ""
+    with tempfile.TemporaryDirectory(prefix="isrlab-report-") as tmp:
+        source = view.path
+        if not rm.has_messages(view.path):
+            if not rerun:
+                return None, "The trace has no message lines (--no-rerun). "
+            out = str(Path(tmp) / "with-messages.jsonl")
+            try:
+                res = replay_trace(view.path, out, trace_messages=True)
+            except TraceError as exc:
+                return None, f"The trace has no message lines and cannot be re-run ({exc}). "
+            if not res.identical:
+                return None, (
+                    "The trace has no message lines, and re-running it with message tracing "
+                    "does not give the same run (isrlab "
+                    f"{res.recorded_version} recorded it; the code changed since?), so no "
+                    "messages are drawn. ")
+            source = out
+            note = ("The trace has no message lines: this diagram comes from re-running its "
+                    "scenario and seed with <code>--trace-messages</code>, which gave the same "
+                    "run event for event. ")
+        d = rm.build(source, chain)
+    if not d.arrows and not d.marks:
+        return None, "No message about the chain's partition around its steps. "
+    fig = rm.figure(d)
+    caption = (
+        f"{note}The messages about <b>{esc(d.topic)}-{esc(d.partition)}</b> around each step "
+        f"of the first chain ({esc(chain.anomaly)}, rule <code>{esc(chain.rule)}</code>): "
+        "one lane per node, an arrow per message from its send to its receipt (dashed: "
+        "dropped or never received), red marks for truncations, HW/LEO moves, elections and "
+        "crashes. Each window spans "
+        f"±{rm.HALF_WINDOW_US / 1e3:g} ms around a step; grey bands are cut time. Click a "
+        "message kind in the legend to hide it; hover for ids and key fields."
+        + (f" {d.skipped} more messages in the windows are not drawn." if d.skipped else ""))
+    return Html(head + figure(fig, "spacetime-plot") + f'<p class="caption">{caption}</p>'
+                "</section>"), ""
+
+
+def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: str = ""
+                       ) -> Html:
     from spark_analysis import report_figures as rf
 
     head = '<section id="spacetime"><h2>Space-time diagram</h2>'
@@ -288,7 +401,8 @@ def _spacetime_section(view: TraceView, focus: dict[str, Any] | None) -> Html:
                     f"{t0 / 1e6:.3f} s the trace holds no causal events to draw.</p></section>")
     fig = rf.spacetime_figure(st, view)
     caption = (
-        f"Around the first anomaly: <b>{esc(focus['_label'])}</b> at {t0 / 1e6:.6f} s "
+        esc(why_not)
+        + f"Around the first anomaly: <b>{esc(focus['_label'])}</b> at {t0 / 1e6:.6f} s "
         f"(seq {esc(focus.get('seq'))}), partition {esc(pv.name)}. Lanes are nodes; time runs "
         "left to right. <b>The trace does not log delivered messages</b>, only dropped ones "
         "(<code>msg_drop</code>), so each arrow joins two traced events that the replication "
@@ -315,7 +429,7 @@ def _is_trace_name(p: Path) -> bool:
                                             p.name != "results.jsonl")
 
 
-def build(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
+def build(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True) -> tuple[str, str]:
     """(HTML, summary line) for a trace or a folder; raises ReportError / TraceError."""
     p = Path(path)
     if p.is_dir():
@@ -323,7 +437,7 @@ def build(path: str, max_points: int = MAX_POINTS) -> tuple[str, str]:
         return campaign_report(p)
     if not p.exists():
         raise ReportError(f"{path}: no such file or folder")
-    return trace_report(path, max_points)
+    return trace_report(path, max_points, rerun=rerun)
 
 
 def _default_out(path: str) -> str:
@@ -350,6 +464,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS,
                         help=f"LEO/HW points plotted over all timelines (default {MAX_POINTS})")
+    parser.add_argument("--no-rerun", action="store_true",
+                        help="do not re-run a trace without message lines to draw its messages")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -360,7 +476,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        html, summary = build(args.path, max(100, args.max_points))
+        html, summary = build(args.path, max(100, args.max_points), rerun=not args.no_rerun)
     except (ReportError, TraceError) as exc:
         print(f"isrlab report: {exc}", file=sys.stderr)
         return 2

@@ -71,8 +71,19 @@ def test_trace_report_is_self_contained(traces: dict[str, Path], tmp_path: Path,
     assert not re.search(r"""(?:href|src)=["']https?://""", markup), "no network resources"
     assert html.count("Plotly.newPlot") == 1  # plotly.js inlined once, drawn by one function
     for anchor in ('id="anomaly-table"', 'id="tl-orders-0"', 'id="spacetime-plot"',
-                   "does not log delivered messages", "lost_acked_write", "Kafka 4.1 rules"):
+                   'id="why"', "unclean_election", "from its send to its receipt",
+                   "re-running its scenario and seed with", "lost_acked_write",
+                   "Kafka 4.1 rules"):
         assert anchor in html, anchor
+
+
+def test_without_rerun_the_diagram_infers_its_arrows(
+        traces: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.html"
+    code, _, _ = _report(capsys, str(traces["repro"]), "-o", str(out), "--no-rerun")
+    assert code == 0
+    html = out.read_text()
+    assert "does not log delivered messages" in html and "(--no-rerun)" in html
 
 
 def test_quiet_trace_report(traces: dict[str, Path], tmp_path: Path,
@@ -272,6 +283,49 @@ def test_report_in_headless_chromium(traces: dict[str, Path], tmp_path: Path,
             time.sleep(0.05)
         assert _width(rng) < 20, f"not zoomed: {rng}"
     assert shot.stat().st_size > 50_000
+
+
+def test_s1_space_time_diagram_shows_the_chain_in_chromium(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20: the report of S1 (its recorded trace, without message lines: the report
+    re-runs it with --trace-messages) draws, from the trace, the fetch response that raised
+    the follower's HW, the truncation after the restart, the PartitionState of the election
+    and the overwriting append; and lists the chain with its rule."""
+    if find_chromium() is None:
+        pytest.skip(f"no Chromium found; {INSTALL_HINT}")
+    trace = ROOT / "tests" / "regressions" / "s1-kip101-hw-truncation.jsonl.gz"
+    out = tmp_path / "s1.html"
+    assert report.main([str(trace), "-o", str(out)]) == 0
+    capsys.readouterr()
+    with Chromium() as browser:
+        page = browser.open(out)
+        assert page.console_errors == []
+        browser.evaluate("window.__renderAll().then(function () { return 1; }), 1")
+        drawn = "document.querySelectorAll('#spacetime .js-plotly-plot .main-svg').length"
+        for _ in range(200):
+            if browser.evaluate(drawn) >= 1:
+                break
+            time.sleep(0.05)
+        texts = json.loads(browser.evaluate(
+            "JSON.stringify(document.getElementById('spacetime-plot').data"
+            ".map(function (t) { return [t.name || '', t.text || []]; }))"))
+        why = browser.evaluate("document.getElementById('why').innerText")
+        browser.element_screenshot("#spacetime", ARTIFACTS / "s1-spacetime.png")
+    labels = [t for _, ts in texts for t in (ts if isinstance(ts, list) else [ts])]
+    kinds = {name for name, _ in texts}
+    assert {"ReplicaFetchResponse", "PartitionState"} <= kinds, kinds
+
+    def find(*words: str) -> str:
+        hit = next((t for t in labels if all(w in t for w in words)), None)
+        assert hit is not None, (words, labels[:40])
+        return hit
+
+    find("ReplicaFetchResponse", "broker-1", "broker-2", "raised broker-2's HW")
+    find("a step of the chain", "broker-2 truncated", "(high_watermark)")
+    find("PartitionState", "controller", "broker-2", "leader broker-2, epoch 1",
+         "(the election's)")
+    find("the overwriting append", "broker-2", "overwritten by")
+    assert "truncation_to_hw" in why and "KIP-101" in why
 
 
 def test_the_timeline_draws_ar_osr_and_the_replicas_a_reassignment_adds_and_removes(
