@@ -46,6 +46,8 @@ from traces.explain import RULES, explain
 from traces.schema import ANOMALIES
 
 EXIT_BAD_INPUT: Final = 2
+#: what ``--out DIR`` holds besides the traces: the comparison, read by ``isrlab report DIR``
+RESULT_FILE: Final = "compare.json"
 
 
 class CompareError(Exception):
@@ -63,11 +65,13 @@ class Row:
     #: the rule of the first chain explain finds (None: nothing to explain)
     why: str | None = None
     error: str | None = None
+    #: the traces of the row, relative to ``--out`` (kept only with it)
+    traces: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "protocol": self.era, "bugs": self.bugs,
                 "anomalies": self.counts, "seeds_with": self.seeds_with, "why": self.why,
-                "error": self.error}
+                "error": self.error, "traces": self.traces}
 
 
 @dataclass
@@ -142,6 +146,7 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                 if progress is not None:
                     progress(f"compare: {row.label}, seed {s}")
                 run(sc, s, str(path))
+                row.traces.append(str(path.relative_to(work)))
                 found = check_file(path)
                 for name, n in found.anomalies.items():
                     row.counts[name] += n
@@ -151,8 +156,11 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     finally:
         if out is None:
             shutil.rmtree(work, ignore_errors=True)
-    return Comparison(str(base["name"]), list(seeds), {s: len(p) for s, p in plans.items()},
-                      _columns(base, rows), rows)
+    result = Comparison(str(base["name"]), list(seeds), {s: len(p) for s, p in plans.items()},
+                        _columns(base, rows), rows)
+    if out is not None:   # for ``isrlab report DIR``: the matrix page
+        (out / RESULT_FILE).write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+    return result
 
 
 def _why(path: Path, base: dict[str, Any]) -> str | None:

@@ -25,6 +25,9 @@ Design.
   written is exit 0, whatever the run's verdict (``isrlab check`` gives verdict exit codes).
   Traces cut off mid-write are reported with a warning instead of refused.
 
+PATH may also be a folder ``isrlab compare --out DIR`` wrote: the era-matrix page
+(``report_compare``).
+
 Modules: ``report`` (this: CLI and the trace page), ``report_trace`` (reading),
 ``report_messages`` (the message space-time diagram),
 ``report_figures`` (plotly figures), ``report_campaign`` (campaign page), ``report_html``
@@ -432,6 +435,13 @@ def _is_trace_name(p: Path) -> bool:
 def build(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True) -> tuple[str, str]:
     """(HTML, summary line) for a trace or a folder; raises ReportError / TraceError."""
     p = Path(path)
+    from faults.compare import RESULT_FILE
+    if p.is_dir() and (p / RESULT_FILE).is_file():   # isrlab compare --out DIR
+        from spark_analysis.report_compare import CompareReportError, compare_report
+        try:
+            return compare_report(p, RESULT_FILE)
+        except CompareReportError as exc:
+            raise ReportError(str(exc)) from None
     if p.is_dir():
         from spark_analysis.report_campaign import campaign_report
         return campaign_report(p)

@@ -85,3 +85,22 @@ def test_bad_input_exits_2_with_one_line(
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+def test_the_report_of_a_compare_folder_is_the_era_matrix_with_each_rows_chain(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_analysis import report
+    out = tmp_path / "cmp"
+    compare("s1-kip101-hw-truncation", eras=["0.10", "0.11"], out=out)
+    page = tmp_path / "cmp.html"
+    assert report.main([str(out), "-o", str(page)]) == 0
+    assert "found under 0.10" in capsys.readouterr().out
+    html = page.read_text()
+    for words in ('id="era-matrix"', "found under 0.10", "truncation_to_hw",
+                  "broker-2 truncated", "KIP-101"):
+        assert words in html, words
+    assert "found under 0.11" not in html
+    (out / "compare.json").write_text('{"rows": 3}')
+    assert report.main([str(out), "-o", str(page)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "compare.json" in err[0]

@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import orjson
 
-from traces.checker import EXIT_INCOMPLETE, CheckResult, check_file
+from traces.checker import EXIT_INCOMPLETE, CheckResult, Event, PartitionKey, check_file
 from traces.checker import TraceError as CheckError
 from traces.reader import TraceError, iter_events
 
@@ -61,8 +61,7 @@ RECORD_ANOMALIES: Final = ("lost_acked_write", "lost_acked_uncommitted", "hw_reg
 #: an HW regression's range wider than this is compared on its first offsets only
 MAX_RANGE: Final = 10_000
 
-Event = Mapping[str, Any]
-Key = tuple[str, int]
+Key = PartitionKey
 
 
 @dataclass(frozen=True)
