@@ -1,4 +1,4 @@
-"""``isrlab analyze PATH... [--master URL] [--out DIR] [--json] [--cache DIR]``.
+"""``isrlab analyze PATH... [--master URL] [--out DIR] [--json] [--cache DIR] [--explain]``.
 
 Reads any number of traces (files or folders), computes the checker's anomaly counts per trace
 with Spark (``analyses.anomaly_table``) plus the campaign views, and prints either readable
@@ -11,9 +11,13 @@ tables or, with ``--json``, exactly one JSON object on stdout::
 
 Anomaly names are the checker's (``traces.schema.ANOMALIES``), every name present, zeros
 included; ``under_min_isr`` is in milliseconds. ``--out DIR`` writes one Parquet dataset per
-analysis. Exit codes: 0 done; 2 bad input (no trace found, or bad lines — each named on
-stderr as ``file:line: problem (action)``, action being "line skipped", "trace skipped" or
-"tail lost"; the analysis of what could be read is still printed, see ``load``).
+analysis. ``--explain`` adds each trace's causal chains (``spark_analysis.explain``: the
+fast path's ``traces.explain`` run in Spark's Python workers) and a table of the rules at
+fault across the traces: ``"explain": {"rules": [...], "per_trace": {trace: [chain...]}}``
+in JSON, ``chains.parquet`` with ``--out``. Exit codes: 0 done; 2 bad input (no trace
+found, or bad lines — each named on stderr as ``file:line: problem (action)``, action being
+"line skipped", "trace skipped" or "tail lost"; the analysis of what could be read is still
+printed, see ``load``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write one Parquet dataset per analysis here")
     p.add_argument("--cache", default=None, help="keep a Parquet copy of parsed events here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--explain", action="store_true",
+                   help="also each trace's causal chains (isrlab explain, run by Spark) and "
+                        "the rules at fault across the traces")
     p.add_argument("--careful", action="store_true",
                    help="parse every line on its own, also in files whose crcs all match "
                         "(slower; for traces written by another tool)")
@@ -130,6 +137,22 @@ def main(argv: list[str]) -> int:
             df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/{name}.parquet")
 
     per_trace = sorted((r.asDict() for r in analysis.wide().collect()), key=lambda r: r["trace"])
+    explained: dict[str, Any] = {}
+    if args.explain:
+        from spark_analysis import explain as X
+        chain_df = X.chains(spark, [r["trace"] for r in per_trace]).persist()
+        if args.out:
+            chain_df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/chains.parquet")
+        explained = {
+            "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
+            "per_trace": {},
+        }
+        for r in chain_df.orderBy("trace", "anomaly", "topic", "partition",
+                                  "first_offset").collect():
+            row = r.asDict()
+            row["steps"] = orjson.loads(row["steps"])
+            explained["per_trace"].setdefault(row.pop("trace"), []).append(row)
+        chain_df.unpersist()
     totals = {a: sum(int(r[a] or 0) for r in per_trace) for a in ANOMALIES}
     n_events = sum(int(r["events"] or 0) for r in per_trace)
     if args.json:
@@ -147,6 +170,8 @@ def main(argv: list[str]) -> int:
                 for r in per_trace
             },
         }
+        if args.explain:
+            out["explain"] = explained
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(f"{len(per_trace)} traces, {n_events} events, "
@@ -167,6 +192,10 @@ def main(argv: list[str]) -> int:
         print(_table("top churning replicas",
                      [r.asDict() for r in views["top_churning_replicas"].collect()],
                      ["topic", "partition", "replica", "churns", "traces"]))
+        if args.explain:
+            print()
+            print(_table("why (isrlab explain): rules at fault", explained["rules"],
+                         ["anomaly", "rule", "traces", "findings", "example"]))
     analysis.unpersist()
     loaded.unpersist()
     return 2 if loaded.problems else 0
