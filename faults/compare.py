@@ -65,6 +65,8 @@ class Row:
     #: the rule of the first chain explain finds (None: nothing to explain)
     why: str | None = None
     error: str | None = None
+    #: ``--set`` overrides of this row on top of the schedule (``[catalog] fixed`` variants)
+    overrides: list[str] = field(default_factory=list)
     #: the traces of the row, relative to ``--out`` (kept only with it)
     traces: list[str] = field(default_factory=list)
 
@@ -110,10 +112,15 @@ def variants(base: dict[str, Any], eras: Sequence[str], bugs: Sequence[str]
 
 def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ERAS,
             bugs: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
-            out: Path | None = None, progress: Any = None) -> Comparison:
-    """Run the fixed schedule under each variant; raises CompareError on bad input."""
+            out: Path | None = None, progress: Any = None,
+            extra: Sequence[tuple[str, list[str]]] = (), why_first: Sequence[str] = ()
+            ) -> Comparison:
+    """Run the fixed schedule under each variant; raises CompareError on bad input.
+    ``extra``: more rows, (label, overrides) on the scenario as written (its own era and
+    bugs) — the overrides apply after the schedule is fixed, so one may replace it.
+    ``why_first``: anomalies whose chains name a row's rule before the others'."""
     from emulator.cluster import run
-    from emulator.scenario import ScenarioError, load_raw, resolve
+    from emulator.scenario import ScenarioError, apply_override, load_raw, resolve
 
     try:
         raw0, file, text, given = load_raw(scenario, list(sets))
@@ -126,6 +133,8 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
         seeds = [int(base.get("seed") or 1)]
     plans = {s: schedule(base, s) for s in seeds}
     rows = [Row(label, era, list(bug)) for label, era, bug in variants(base, eras, bugs)]
+    rows += [Row(label, str(base["protocol"]), list(base["bugs"]), overrides=list(sets_))
+             for label, sets_ in extra]
     work = out if out is not None else Path(tempfile.mkdtemp(prefix="isrlab-compare-"))
     try:
         for row in rows:
@@ -137,7 +146,10 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                 faults["plan"] = [dict(f) for f in plans[s]]
                 faults["nemesis"] = []
                 try:
-                    sc = resolve(raw, file, text, given)
+                    mine = dict(given)
+                    for item in row.overrides:
+                        mine[apply_override(raw, item, file)] = item
+                    sc = resolve(raw, file, text, mine)
                 except ScenarioError as exc:   # the schedule is not valid in this variant
                     row.error = f"{exc.field}: {exc.message}"
                     break
@@ -152,7 +164,7 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                     row.counts[name] += n
                     row.seeds_with[name] += 1 if n else 0
                 if row.why is None:
-                    row.why = _why(path, base)
+                    row.why = _why(path, base, why_first)
     finally:
         if out is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -163,11 +175,11 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     return result
 
 
-def _why(path: Path, base: dict[str, Any]) -> str | None:
-    """The rule of the chain covering the most findings of the first watched anomaly that
-    has chains (``+N`` when its other chains name N other rules)."""
+def _why(path: Path, base: dict[str, Any], first: Sequence[str] = ()) -> str | None:
+    """The rule of the chain covering the most findings of the first watched anomaly (those
+    of ``first`` before the others) that has chains (``+N``: N other rules for it)."""
     chains = [c for c in explain(str(path)).chains if not RULES[c.rule].expected]
-    for anomaly in _watched(base):
+    for anomaly in [*first, *_watched(base)]:
         rules: dict[str, int] = {}
         for c in chains:
             if c.anomaly == anomaly:
@@ -192,6 +204,64 @@ def _columns(base: dict[str, Any], rows: list[Row]) -> list[str]:
 
 def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", label).strip("_")
+
+
+@dataclass
+class CatalogEntry:
+    """One catalog bug scenario from runs: what it shows as written, and which of its
+    ``[catalog] fixed`` variants make it go away (the README's table)."""
+
+    scenario: str
+    expected: list[str]
+    under: str
+    shows: dict[str, int]
+    gone_under: list[str]
+    still_under: list[str]
+    why: str | None
+
+
+def catalog(names: Sequence[str] | None = None, progress: Any = None) -> list[CatalogEntry]:
+    """The catalog's bug scenarios (those with ``[expect] anomalies``), each run as written
+    and under every ``[catalog] fixed`` variant, on its fixed schedule."""
+    from emulator.scenario import SCENARIO_DIR, ScenarioError, load
+
+    if names is None:
+        names = sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+    out: list[CatalogEntry] = []
+    for name in names:
+        try:
+            sc = load(name)
+        except ScenarioError as exc:
+            raise CompareError(str(exc)) from None
+        expected = list(sc["expect"]["anomalies"])
+        if not expected:
+            continue
+        fixed = [f if isinstance(f, list) else [f] for f in sc["catalog"]["fixed"]]
+        c = compare(name, eras=[], bugs=[], progress=progress, why_first=expected,
+                    extra=[("as written", []), *[(", ".join(f), f) for f in fixed]])
+        own, *fixes = c.rows
+        under = str(sc["protocol"]) + "".join(f" + {b}" for b in sc["bugs"]) + "".join(
+            f" + fix {f}" for f in sc["fixes"])
+        gone = [r.label for r in fixes if r.error is None and not any(
+            r.counts[a] for a in expected)]
+        still = [r.label + (f" (n/a: {r.error})" if r.error else "") for r in fixes
+                 if r.label not in gone]
+        out.append(CatalogEntry(name, expected, under, {a: own.counts[a] for a in expected},
+                                gone, still, own.why))
+    return out
+
+
+def catalog_markdown(entries: Sequence[CatalogEntry]) -> str:
+    """The README's catalog table, from runs."""
+    lines = ["| scenario | shows (as written) | under | gone under | why |",
+             "|---|---|---|---|---|"]
+    for e in entries:
+        shows = ", ".join(f"{a} ×{n}" if n else f"{a}: NOT SHOWN" for a, n in e.shows.items())
+        gone = ", ".join(f"`{g}`" for g in e.gone_under) or "—"
+        if e.still_under:
+            gone += "; STILL UNDER " + ", ".join(f"`{g}`" for g in e.still_under)
+        lines.append(f"| `{e.scenario}` | {shows} | {e.under} | {gone} | {e.why or ''} |")
+    return "\n".join(lines)
 
 
 def format_table(c: Comparison) -> str:
@@ -232,7 +302,11 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="isrlab compare",
         description="One fault schedule under every protocol era and re-enabled bug.")
-    parser.add_argument("scenario", help="a TOML file or the name of a catalog entry")
+    parser.add_argument("scenario", nargs="?",
+                        help="a TOML file or the name of a catalog entry")
+    parser.add_argument("--catalog", nargs="?", const="all", metavar="NAME,...",
+                        help="instead: the catalog's table from runs (each bug scenario as "
+                             "written and under each [catalog] fixed variant)")
     parser.add_argument("--eras", default="all", help="all, or a comma list (0.10,2.8,...)")
     parser.add_argument("--bugs", default="own",
                         help="own (the scenario's), all, none, or a comma list")
@@ -244,6 +318,23 @@ def main(argv: Sequence[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else EXIT_BAD_INPUT
+    if (args.scenario is None) == (args.catalog is None):
+        print("isrlab compare: give a SCENARIO or --catalog, not both and not neither",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.catalog is not None:
+        names = None if args.catalog == "all" else [
+            n.strip() for n in args.catalog.split(",") if n.strip()]
+        try:
+            entries = catalog(names, progress=lambda m: print(m, file=sys.stderr))
+        except CompareError as exc:
+            print(f"isrlab compare: --catalog: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if args.json:
+            sys.stdout.write(orjson.dumps([e.__dict__ for e in entries]).decode() + "\n")
+        else:
+            print(catalog_markdown(entries))
+        return 0
     try:
         eras = list(ERAS) if args.eras == "all" else _parse_list(args.eras, ERAS, "--eras")
         bugs: list[str] | None

@@ -104,3 +104,23 @@ def test_the_report_of_a_compare_folder_is_the_era_matrix_with_each_rows_chain(
     assert report.main([str(out), "-o", str(page)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "compare.json" in err[0]
+
+
+def test_the_catalog_table_comes_from_runs() -> None:
+    """``isrlab compare --catalog``: each bug scenario as written shows its anomaly, and each
+    ``[catalog] fixed`` variant is in its "gone under" column — the README's table, from
+    runs (three rows here; ``isrlab compare --catalog`` gives all of them in ~25 s)."""
+    from faults.compare import catalog, catalog_markdown
+    entries = {e.scenario: e for e in catalog(["s1-kip101-hw-truncation",
+                                               "s3-kip279-fast-failover-divergence",
+                                               "s6-acks1-leader-failover", "safe-acks-all"])}
+    assert "safe-acks-all" not in entries   # no [expect] anomalies: not a bug scenario
+    s1 = entries["s1-kip101-hw-truncation"]
+    assert s1.under == "0.10" and s1.shows["lost_acked_write"] > 0
+    assert s1.gone_under == ['protocol="0.11"', 'protocol="2.8"', 'protocol="4.1"']
+    assert s1.still_under == [] and s1.why == "truncation_to_hw"
+    assert entries["s3-kip279-fast-failover-divergence"].why == "epoch_end_answer"
+    assert entries["s6-acks1-leader-failover"].gone_under == ['producers[0].acks="all"']
+    table = catalog_markdown(list(entries.values()))
+    assert "| `s1-kip101-hw-truncation` | lost_acked_write ×" in table
+    assert "STILL UNDER" not in table and "NOT SHOWN" not in table
