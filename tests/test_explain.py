@@ -141,3 +141,44 @@ def test_a_missing_or_foreign_file_exits_2_with_one_line(
         assert main([str(path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and str(path) in err[0]
+
+
+def test_messages_show_the_fetch_response_that_never_reached_the_follower(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """S1 with ``--messages`` (its recorded trace has none: it is re-run with them): the
+    fetch response carrying the HW that committed the record never reached broker-2 (it had
+    crashed), which then truncated to its older checkpoint — KIP-101's own account — and
+    the election's PartitionState went to broker-2."""
+    assert main([recorded("s1-kip101-hw-truncation"), "--anomaly", "lost_acked_write",
+                 "--messages"]) == 0
+    out = capsys.readouterr().out
+    assert "messages from a re-run" in out
+    assert "ReplicaFetchResponse broker-1/replica-manager → broker-2/" in out
+    assert "never received: it carried HW 200 (offset 199 committed)" in out
+    assert "PartitionState controller/controller → broker-2/broker" in out
+    assert "leader broker-2, epoch 1" in out
+
+
+def test_messages_are_refused_when_the_rerun_is_another_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+    from typing import Any
+
+    from helpers import FAULTY
+
+    import emulator.cluster
+    from emulator.cluster import run
+    from emulator.scenario import load
+    trace = tmp_path / "t.jsonl"
+    run(load("default", FAULTY), 3, str(trace))
+    # a model change since the trace was recorded: followers wait 100 ms per fetch, not 500
+    original = emulator.cluster.Cluster._replica_cfg
+
+    def changed(self: emulator.cluster.Cluster, topic: dict[str, Any]) -> Any:
+        return dataclasses.replace(original(self, topic), replica_fetch_wait_max_ms=100)
+
+    monkeypatch.setattr(emulator.cluster.Cluster, "_replica_cfg", changed)
+    assert main([str(trace), "--messages"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not give the same run" in err[0], err

@@ -46,6 +46,7 @@ import bisect
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -355,6 +356,11 @@ class _Fold:
         #: the final value at each watched offset, per replica
         self.final_values: dict[tuple[str, int, int], dict[int, str]] = {}
         self.end_ts = 0
+        #: message lines (a trace run with --trace-messages) about a watched partition:
+        #: msg_id -> the msg_send line, msg_id -> the receipt time, (node, ts) -> ids received
+        self.sent: dict[int, Event] = {}
+        self.received: dict[int, int] = {}
+        self.recv_at: dict[tuple[str, int], list[int]] = {}
 
     # -- helpers --
 
@@ -396,6 +402,16 @@ class _Fold:
             self.faults.append((seq, ts, str(ev.get("fault")), str(ev.get("phase")), targets))
         elif name == "node_crash":
             self.crash_kind[str(ev.get("node"))] = str(ev.get("kind"))
+        elif name == "msg_send":
+            if self._about_watched(ev):
+                self.sent[int(ev["msg_id"])] = ev
+            return
+        elif name == "msg_recv":
+            mid = _int(ev.get("msg_id"))
+            if mid is not None and mid in self.sent:
+                self.received[mid] = ts
+                self.recv_at.setdefault((str(ev.get("node")), ts), []).append(mid)
+            return
         topic, partition = ev.get("topic"), _int(ev.get("partition"))
         if isinstance(topic, str) and partition is not None:
             p = self.parts.get((topic, partition))
@@ -410,6 +426,15 @@ class _Fold:
         want = self.want.get(seq)
         if want is not None:
             self._snapshot(seq, want)
+
+    def _about_watched(self, ev: Event) -> bool:
+        """Does a msg_send line name a partition with findings (itself or among its parts)?"""
+        if (ev.get("topic"), ev.get("partition")) in self.parts:
+            return True
+        parts = ev.get("parts")
+        return isinstance(parts, list) and any(
+            isinstance(q, dict) and (q.get("topic"), q.get("partition")) in self.parts
+            for q in parts)
 
     def _snapshot(self, seq: int, want: tuple[Key, int]) -> None:
         key, offset = want
@@ -842,6 +867,8 @@ class _Judge:
                             f"{data['leader_epoch']}, ISR {_set(data['isr'])}) without the "
                             "record")))
                 cur_leader = new
+        if self.fold.sent:
+            shown = self._with_messages(key, offset, ts, leader, shown, lost, decisive)
         final = self._final(key, offset)
         if final:
             steps.append(Step(1 << 62, self.fold.end_ts, final))
@@ -859,6 +886,76 @@ class _Judge:
         group = (anomaly, key, rule, leader, snap.leader_epoch if snap else None,
                  tuple(k for k in key_steps if k <= cut))
         return Chain(anomaly, key[0], key[1], rule, chain_steps, [(offset, value)], key=group)
+
+    # -- messages (a trace with message lines) --
+
+    def _msg(self, mid: int) -> str:
+        ev = self.fold.sent[mid]
+        got = self.fold.received.get(mid)
+        fate = (f"received at {got / 1e6:.3f} s" if got is not None else
+                "never received" if ev.get("fate") == "deliver" else f"dropped ({ev.get('fate')})")
+        return f"#{mid} {ev.get('msg')} {ev.get('src')} → {ev.get('dst')}, {fate}"
+
+    def _part_of(self, ev: Event, key: Key) -> Event:
+        """The part of a multi-partition message about ``key`` (or the message itself)."""
+        parts = ev.get("parts")
+        if isinstance(parts, list):
+            for q in parts:
+                if isinstance(q, dict) and (q.get("topic"), q.get("partition")) == key:
+                    return q
+        return ev
+
+    def _with_messages(self, key: Key, offset: int, anchor_ts: int, writer: int | None,
+                       shown: list[Step], lost: dict[int, _Change],
+                       decisive: tuple[int, int, dict[str, Any]] | None) -> list[Step]:
+        """The chain's steps with the messages behind them: the message each loss and the
+        overwrite arrived on, the last fetch response that could have told a replica which
+        later cut the record that it was committed, and the election's PartitionState."""
+        fold = self.fold
+        out: list[Step] = []
+        for st in shown:
+            node = st.text.split(" ", 1)[0]
+            ids = [m for m in fold.recv_at.get((node, st.ts_us), [])
+                   if fold.sent[m].get("msg") in ("PartitionState", "ReplicaFetchResponse",
+                                                  "ReplicaEpochsResponse", "Produce")]
+            if ids and (": lost the record" in st.text or "overwritten by" in st.text):
+                st = Step(st.seq, st.ts_us, f"{st.text} — on {self._msg(ids[-1])}")
+            out.append(st)
+        for r, c in sorted(lost.items()):
+            if "(high_watermark)" not in c.how or r == writer:
+                continue
+            # the fetch responses to r between the acknowledgement and the cut: did one
+            # carry an HW above the offset (telling r the record was committed)?
+            told = [m for m, ev in fold.sent.items() if ev.get("msg") == "ReplicaFetchResponse"
+                    and str(ev.get("dst")).startswith(f"broker-{r}/")
+                    and anchor_ts <= int(ev["ts_us"]) <= c.ts
+                    and (_int(self._part_of(ev, key).get("high_watermark")) or 0) > offset]
+            if told:
+                m = told[0]
+                got = m in fold.received
+                out.append(Step(int(fold.sent[m]["seq"]), int(fold.sent[m]["ts_us"]), (
+                    f"{self._msg(m)}: it carried HW "
+                    f"{self._part_of(fold.sent[m], key).get('high_watermark')} (offset "
+                    f"{offset} committed)"
+                    + ("" if got else f", so broker-{r} never learnt it and kept its older "
+                       "HW checkpoint"))))
+            else:
+                out.append(Step(c.seq, c.ts, (
+                    f"no fetch response between the acknowledgement and broker-{r}'s cut "
+                    f"told it that offset {offset} was committed")))
+        if decisive is not None and decisive[2].get("leader_epoch") is not None:
+            leader, epoch = decisive[2]["leader"], decisive[2]["leader_epoch"]
+            ps = [m for m, ev in fold.sent.items() if ev.get("msg") == "PartitionState"
+                  and ev.get("leader_epoch") == epoch and ev.get("leader") == leader
+                  and str(ev.get("src")).startswith("controller/")
+                  and str(ev.get("dst")).startswith(f"broker-{leader}/")
+                  and (ev.get("topic"), ev.get("partition")) == key]
+            if ps:
+                ev = fold.sent[ps[0]]
+                out.append(Step(int(ev["seq"]), int(ev["ts_us"]), (
+                    f"{self._msg(ps[0])}: leader broker-{leader}, epoch {epoch}, ISR "
+                    f"{_set(_ints(ev.get('isr')))}")))
+        return sorted(out, key=lambda st: st.seq)
 
     def _epoch_at(self, key: Key, replica: int, offset: int, seq: int) -> int | None:
         """The epoch of ``replica``'s record at ``offset`` just before ``seq``."""
@@ -1092,9 +1189,12 @@ class Explanation:
     protocol: str
     bugs: list[str]
     chains: list[Chain]
+    #: the message lines came from re-running the trace with --trace-messages
+    rerun: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"trace": self.trace, "scenario": self.result.scenario,
+        return {"trace": self.trace, "rerun_with_messages": self.rerun,
+                "scenario": self.result.scenario,
                 "seed": self.result.seed, "protocol": self.protocol, "bugs": self.bugs,
                 "incomplete": self.result.incomplete,
                 "chains": [c.to_json() for c in self.chains]}
@@ -1106,6 +1206,39 @@ def _matches(d: Mapping[str, Any], record: tuple[Key, int] | None) -> bool:
     (topic, partition), offset = record
     return (d.get("topic") == topic and d.get("partition") == partition
             and d.get("offset") == offset)
+
+
+class ExplainError(Exception):
+    """``--messages`` cannot be honoured: one line (exit 2)."""
+
+
+def explain_with_messages(path: str, *, anomaly: str | None = None,
+                          record: tuple[Key, int] | None = None) -> Explanation:
+    """:func:`explain` with the messages behind each step. A trace recorded without message
+    lines is re-run from its header with ``--trace-messages`` (``traces.replay``) and the
+    re-run is explained — only when it is the same run event for event; otherwise (other
+    code, another version) :class:`ExplainError` says so."""
+    import tempfile
+
+    from traces.replay import replay_trace
+
+    with iter_events(path, verify=False) as events:
+        header = next(events, {})
+    if header.get("trace_messages") is True:
+        return explain(path, anomaly=anomaly, record=record)
+    with tempfile.TemporaryDirectory(prefix="isrlab-explain-") as tmp:
+        out = str(Path(tmp) / "with-messages.jsonl")
+        res = replay_trace(path, out, trace_messages=True)
+        if not res.identical:
+            where = res.divergence.seq if res.divergence is not None else "?"
+            raise ExplainError(
+                f"{path}: --messages: the trace has no message lines, and re-running it "
+                f"with message tracing does not give the same run (it diverges at model event "
+                f"{where}; recorded by isrlab {res.recorded_version}): explain it without "
+                "--messages")
+        ex = explain(out, anomaly=anomaly, record=record)
+    ex.trace, ex.rerun = path, True
+    return ex
 
 
 def explain(path: str, *, anomaly: str | None = None,
@@ -1189,6 +1322,9 @@ def format_text(ex: Explanation) -> str:
     r = ex.result
     lines = [f"trace {ex.trace}  scenario {r.scenario}  seed {r.seed}  protocol {ex.protocol}"
              + (f"  bugs {','.join(ex.bugs)}" if ex.bugs else "")]
+    if ex.rerun:
+        lines.append("(messages from a re-run with --trace-messages: the same run, event for "
+                     "event)")
     if r.incomplete:
         lines.append("INCOMPLETE: the run did not finish; the chains cover what the trace has")
     if not ex.chains:
@@ -1251,6 +1387,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--anomaly", metavar="KIND", help="only this anomaly")
     parser.add_argument("--record", metavar="TOPIC-P@OFFSET", help="only this record")
     parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--messages", action="store_true",
+                        help="add the messages behind the steps (a trace without message "
+                             "lines is re-run with --trace-messages when it replays "
+                             "identically)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -1265,8 +1405,9 @@ def main(argv: list[str]) -> int:
         print(f"isrlab explain: {exc}", file=sys.stderr)
         return 2
     try:
-        ex = explain(args.trace, anomaly=args.anomaly, record=record)
-    except (TraceError, CheckError) as exc:
+        how = explain_with_messages if args.messages else explain
+        ex = how(args.trace, anomaly=args.anomaly, record=record)
+    except (TraceError, CheckError, ExplainError) as exc:
         print(f"isrlab explain: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
