@@ -1072,7 +1072,7 @@ class _Judge:
         f = final.final_log_replica if final is not None else None
         epochs = {r: p.logs[r].epoch_at(offset) for r in sorted(p.logs)}
         good = epochs.get(f) if f is not None else None
-        steps = [Step(0, 0, "replicas at offset " + str(offset) + ": " + ", ".join(
+        steps = [Step(-1, self.fold.end_ts, "offset " + str(offset) + " in the end: " + ", ".join(
             f"broker-{r} epoch {self._ep(e)}" for r, e in epochs.items() if e is not None)
             + (f"; the final leader broker-{f} holds epoch {self._ep(good)}"
                if f is not None else ""))]
@@ -1363,7 +1363,8 @@ def format_text(ex: Explanation) -> str:
         lines.append(f"  rule  {c.rule}: {rule.what}")
         lines.append(f"  fix   {rule.fix}")
         for st in c.steps:
-            lines.append(f"  {_s(st.ts_us)}  {st.text}")
+            when = "  at end" if st.seq < 0 or st.seq >= 1 << 62 else _s(st.ts_us)
+            lines.append(f"  {when}  {st.text}")
     return "\n".join(lines)
 
 
