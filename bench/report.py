@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_analysis.report import trace_report  # noqa: E402
-from spark_analysis.report_browser import INSTALL_HINT, Chromium, find_chromium  # noqa: E402
-from spark_analysis.report_html import Html, page  # noqa: E402
+from report.browser import INSTALL_HINT, Chromium, find_chromium  # noqa: E402
+from report.markup import Html, page  # noqa: E402
+from report.trace_page import trace_report  # noqa: E402
 
 SIZE_TARGET = 5_000_000
 OPEN_TARGET_S = 3.0

@@ -118,7 +118,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
     "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
     "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),
-    "report": ("spark_analysis.report", "HTML report: isrlab report PATH -o report.html"),
+    "report": ("report.cli", "HTML report: isrlab report PATH -o report.html"),
 }
 
 

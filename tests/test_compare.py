@@ -89,7 +89,7 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_the_report_of_a_compare_folder_is_the_era_matrix_with_each_rows_chain(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from spark_analysis import report
+    from report import cli as report
     out = tmp_path / "cmp"
     compare("s1-kip101-hw-truncation", eras=["0.10", "0.11"], out=out)
     page = tmp_path / "cmp.html"

@@ -1,7 +1,7 @@
 """``isrlab report``: trace and campaign pages, bad input, and the page in real Chromium.
 
 The browser test drives Debian's ``chromium`` over the DevTools pipe
-(``spark_analysis.report_browser``) and is skipped, saying how to install it, where no
+(``report.browser``) and is skipped, saying how to install it, where no
 Chromium is found. Its screenshot is kept as ``out/test-artifacts/report.png``. The size and
 opening-time figures for a 60 s reference run are in ``bench/report.py``, not here.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from helpers import FAULTY, SMALL, run_to_bytes
 
-from spark_analysis import report
-from spark_analysis.report_browser import INSTALL_HINT, Chromium, find_chromium
-from spark_analysis.report_figures import allocate, downsample
+from report import cli as report
+from report.browser import INSTALL_HINT, Chromium, find_chromium
+from report.figures import allocate, downsample
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "out" / "test-artifacts"
@@ -332,8 +332,8 @@ def test_the_timeline_draws_ar_osr_and_the_replicas_a_reassignment_adds_and_remo
         tmp_path: Path) -> None:
     """A reassigned partition's timeline has the AR band (the OSR is where it shows without
     the ISR band) and the adding / removing bands, on the lanes of the brokers concerned."""
-    from spark_analysis.report_figures import timeline_figure
-    from spark_analysis.report_trace import read_view
+    from report.figures import timeline_figure
+    from report.reading import read_view
 
     res, data = run_to_bytes("reassign-under-load", 1, ["duration_s=14.0", "heal_s=10.0"])
     assert res.status == "ok"

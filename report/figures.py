@@ -26,7 +26,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from spark_analysis.report_trace import PartitionView, StepSeries, TraceView
+from report.reading import PartitionView, StepSeries, TraceView
 
 Event = dict[str, Any]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.report_html import Html, badge, esc, figure, page, table, tag
+from report.markup import Html, badge, esc, figure, page, table, tag
 from traces.checker import DEFAULT_FORBID, Checker
 from traces.reader import TraceError, iter_events
 from traces.schema import ANOMALIES
@@ -232,8 +232,8 @@ def _shown_anomalies(runs: list[Run]) -> list[str]:
 
 def campaign_report(folder: Path) -> tuple[str, str]:
     """(HTML, one-line summary) for a campaign folder; ReportError when there is nothing."""
-    from spark_analysis.report import ReportError
-    from spark_analysis.report_figures import rate_chart
+    from report import ReportError
+    from report.figures import rate_chart
 
     runs, problems, has_results = load_campaign(folder)
     if not runs and not has_results:

@@ -1,49 +1,27 @@
-"""``isrlab report PATH -o report.html``: one self-contained HTML page about a run or campaign.
+"""The page of one trace: verdict, anomalies, the causal chains, timelines, the space-time
+diagram, the scenario.
 
-PATH is either a trace (``.jsonl`` / ``.jsonl.gz``) or a folder: a campaign folder with
-``results.jsonl`` (one row per seed) and its traces, or a plain folder of traces.
-
-Design.
-
-* Sources of truth. A trace report folds the trace once through ``traces.reader`` (verified)
-  into ``traces.checker.Checker`` for the verdict and into compact plot state
-  (``report_trace``). Nothing is recomputed differently from ``isrlab check`` and ``isrlab
-  explain``: the counts and examples on the page are the checker's, the "why" section lists
-  ``traces.explain``'s chains.
-* The space-time diagram draws real messages (``report_messages``) around the steps of the
-  first chain: the trace's own message lines, or — for a trace without them — those of a
-  re-run of its scenario and seed with ``--trace-messages`` (``traces.replay``), used only
-  when the re-run is the same run event for event (``--no-rerun`` skips it). Without
-  messages it falls back to arrows inferred between traced events (``report_figures``).
-* One file, offline. plotly.js is inlined once; figures carry their data inline; the page
-  loads nothing from the network (``report_html``).
-* Size and speed. A 60-simulated-second reference run (~470k events, ~100k LEO/HW changes)
-  must give a page under 5 MB that opens in under 3 s: LEO/HW lines are downsampled under
-  one shared point budget (``--max-points``), see ``report_figures`` and ``bench/report.py``.
-* Failure modes are one line on stderr and exit 2 (missing path, a file that is not a trace
-  or fails verification, a folder with nothing to report, an unwritable output); a report
-  written is exit 0, whatever the run's verdict (``isrlab check`` gives verdict exit codes).
-  Traces cut off mid-write are reported with a warning instead of refused.
-
-PATH may also be a folder ``isrlab compare --out DIR`` wrote: the era-matrix page
-(``report_compare``).
-
-Modules: ``report`` (this: CLI and the trace page), ``report_trace`` (reading),
-``report_messages`` (the message space-time diagram),
-``report_figures`` (plotly figures), ``report_campaign`` (campaign page), ``report_html``
-(page shell), ``report_browser`` (headless Chromium driver for the test and the benchmark).
+* Sources of truth. The trace is folded once through ``traces.reader`` (verified) into
+  ``traces.checker.Checker`` for the verdict and into compact plot state (``reading``).
+  Nothing is recomputed differently from ``isrlab check`` and ``isrlab explain``: the counts
+  and examples on the page are the checker's, the "why" section lists ``traces.explain``'s
+  chains.
+* The space-time diagram draws real messages (``messages``) around the steps of the first
+  chain: the trace's own message lines, or — for a trace without them — those of a re-run of
+  its scenario and seed with ``--trace-messages`` (``traces.replay``), used only when the
+  re-run is the same run event for event (``--no-rerun`` skips it). Without messages it
+  falls back to arrows inferred between traced events (``figures``).
 """
+
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.report_html import Html, badge, esc, figure, page, table, tag
-from spark_analysis.report_trace import PartitionView, TraceView, read_view, read_window
+from report.markup import Html, badge, esc, figure, page, table, tag
+from report.reading import PartitionView, TraceView, read_view, read_window
 from traces.reader import TraceError
 from traces.schema import ANOMALIES
 
@@ -53,10 +31,6 @@ MAX_POINTS = 9_000
 INFORMATIONAL = ("hw_regression_replica", "isr_churn", "under_min_isr")
 #: Half-width of the space-time diagram's search window around the focus.
 WINDOW_US = 1_000_000
-
-
-class ReportError(Exception):
-    """Bad input for a report: ``str()`` is the one line printed before exit 2."""
 
 
 # --------------------------------------------------------------------------- trace page
@@ -165,7 +139,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     """(HTML, one-line summary) for one trace; raises TraceError on bad input. ``rerun``:
     a trace without message lines is re-run with message tracing for the space-time
     diagram (only when it replays identically)."""
-    from spark_analysis import report_figures as rf
+    from report import figures as rf
     from traces.explain import RULES, explain
 
     view = read_view(path)
@@ -342,7 +316,7 @@ def _message_section(view: TraceView, chains: list[Any], rerun: bool
     chain, or no messages to be had — the inferred diagram is drawn instead."""
     import tempfile
 
-    from spark_analysis import report_messages as rm
+    from report import messages as rm
     from traces.replay import replay_trace
 
     chain = next((c for c in chains if c.records), chains[0] if chains else None)
@@ -389,7 +363,7 @@ def _message_section(view: TraceView, chains: list[Any], rerun: bool
 
 def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: str = ""
                        ) -> Html:
-    from spark_analysis import report_figures as rf
+    from report import figures as rf
 
     head = '<section id="spacetime"><h2>Space-time diagram</h2>'
     if focus is None:
@@ -424,84 +398,3 @@ def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: s
                 "</section>")
 
 
-# --------------------------------------------------------------------------- entry point
-
-
-def _is_trace_name(p: Path) -> bool:
-    return p.name.endswith(".jsonl.gz") or (p.name.endswith(".jsonl") and
-                                            p.name != "results.jsonl")
-
-
-def build(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True) -> tuple[str, str]:
-    """(HTML, summary line) for a trace or a folder; raises ReportError / TraceError."""
-    p = Path(path)
-    from faults.compare import RESULT_FILE
-    if p.is_dir() and (p / RESULT_FILE).is_file():   # isrlab compare --out DIR
-        from spark_analysis.report_compare import CompareReportError, compare_report
-        try:
-            return compare_report(p, RESULT_FILE)
-        except CompareReportError as exc:
-            raise ReportError(str(exc)) from None
-    if p.is_dir():
-        from spark_analysis.report_campaign import campaign_report
-        return campaign_report(p)
-    if not p.exists():
-        raise ReportError(f"{path}: no such file or folder")
-    return trace_report(path, max_points, rerun=rerun)
-
-
-def _default_out(path: str) -> str:
-    p = Path(path)
-    if p.is_dir():
-        return str(p / "report.html")
-    name = p.name.removesuffix(".gz").removesuffix(".jsonl")
-    return str(p.with_name(name + ".html"))
-
-
-def _same_file(out: str, path: str) -> bool:
-    """Whether writing ``out`` would overwrite ``path`` (the same file, however named)."""
-    a, b = Path(out), Path(path)
-    try:
-        return a.exists() and b.exists() and a.samefile(b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
-def main(argv: list[str]) -> int:
-    """``isrlab report PATH [-o OUT]``: 0 written, 2 bad input (one line on stderr)."""
-    parser = argparse.ArgumentParser(prog="isrlab report", description=__doc__.splitlines()[0])
-    parser.add_argument("path", help="a trace (.jsonl, .jsonl.gz) or a campaign folder")
-    parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
-    parser.add_argument("--max-points", type=int, default=MAX_POINTS,
-                        help=f"LEO/HW points plotted over all timelines (default {MAX_POINTS})")
-    parser.add_argument("--no-rerun", action="store_true",
-                        help="do not re-run a trace without message lines to draw its messages")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
-    out = args.out or _default_out(args.path)
-    if _same_file(out, args.path):
-        print(f"isrlab report: {out}: -o: is the input itself; refusing to overwrite it",
-              file=sys.stderr)
-        return 2
-    try:
-        html, summary = build(args.path, max(100, args.max_points), rerun=not args.no_rerun)
-    except (ReportError, TraceError) as exc:
-        print(f"isrlab report: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"isrlab report: {args.path}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    try:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(html, encoding="utf-8")
-    except OSError as exc:
-        print(f"isrlab report: {out}: -o: cannot write: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    print(f"{summary}\nreport {out} ({len(html.encode()) / 1e6:.2f} MB)")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.report_html import Html, badge, esc, page, table
+from report.markup import Html, badge, esc, page, table
 from traces.explain import RULES, explain
 from traces.reader import TraceError
 
