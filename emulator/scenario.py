@@ -58,6 +58,27 @@ def _nonneg(v: Any) -> str | None:
     return "must be >= 0" if v < 0 else None
 
 
+def _strings(v: Any) -> str | None:
+    """An array of strings (bug ids, fault kinds, anomaly names)."""
+    bad = next((x for x in v if not isinstance(x, str)), None)
+    return None if bad is None else f"every entry must be a string, not {bad!r}"
+
+
+def _integers(v: Any) -> str | None:
+    """An array of integers (broker ids)."""
+    bad = next((x for x in v if isinstance(x, bool) or not isinstance(x, int)), None)
+    return None if bad is None else f"every entry must be an integer, not {bad!r}"
+
+
+def _overrides(v: Any) -> str | None:
+    """``[catalog]`` variants: ``--set`` strings, or arrays of them."""
+    for x in v:
+        items = x if isinstance(x, list) else [x]
+        if not all(isinstance(i, str) for i in items):
+            return f"every entry must be a --set string or an array of them, not {x!r}"
+    return None
+
+
 def _pos(v: Any) -> str | None:
     return "must be > 0" if v <= 0 else None
 
@@ -94,8 +115,8 @@ TOP: dict[str, Key] = {
     "name": Key(STR, ""),
     "description": Key(STR, ""),
     "protocol": Key(STR, "4.1", _one_of(*ERAS)),
-    "bugs": Key((list,), []),
-    "fixes": Key((list,), []),
+    "bugs": Key((list,), [], _strings),
+    "fixes": Key((list,), [], _strings),
     "seed": Key(INT, 1, _nonneg),
     "duration_s": Key(NUM, 20.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
     "heal_s": Key(NUM, 60.0, _between(1e-6, MAX_SIM_S, "simulated seconds")),
@@ -202,7 +223,7 @@ CONSUMER: dict[str, Key] = {
 
 FAULTS: dict[str, Key] = {
     "plan": Key((list,), []),
-    "nemesis": Key((list,), []),
+    "nemesis": Key((list,), [], _strings),
     "interval_s": Key(NUM, 5.0, _pos),
     "fault_duration_s": Key(NUM, 4.0, _pos),
     "budget": Key(BOOL, True),
@@ -218,14 +239,14 @@ FAULT: dict[str, Key] = {
     "rate": Key(NUM, 0.0, _rate),
     "source": Key((str, list), ""),
     "fetcher_id": Key(INT, -1, None),
-    "replicas": Key((list,), []),
+    "replicas": Key((list,), [], _integers),
     "throttle": Key(INT, 0, _nonneg),
     "partitions": Key(INT, 0, _between(0, 10_000, "partitions of one topic")),
 }
 
 EXPECT: dict[str, Key] = {
-    "anomalies": Key((list,), []),
-    "forbid": Key((list,), None),
+    "anomalies": Key((list,), [], _strings),
+    "forbid": Key((list,), None, _strings),
 }
 
 SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect",
@@ -241,8 +262,8 @@ ADMIN: dict[str, Key] = {
 
 CATALOG: dict[str, Key] = {
     "reference": Key(STR, ""),          # KAFKA_REFERENCE section 2 id, e.g. "S1"
-    "fixed": Key((list,), []),          # --set overrides under which the bug is gone
-    "random": Key((list,), []),         # --set overrides for its random-fault mode
+    "fixed": Key((list,), [], _overrides),   # --set overrides under which the bug is gone
+    "random": Key((list,), [], _overrides),  # --set overrides for its random-fault mode
 }
 
 
@@ -398,6 +419,10 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         raise src.error("network.delay.low_ms", "must not exceed high_ms")
     sc["network"] = net
 
+    for section in ("producers", "consumers", "admin"):
+        if not isinstance(raw.get(section, []), list):
+            raise src.error(section, f"must be an array of tables ([[{section}]]), got "
+                                     f"{type(raw[section]).__name__}")
     producers = []
     for i, p in enumerate(raw.get("producers", [])):
         prod = _check_table(src, f"producers[{i}]", p, PRODUCER)
@@ -654,11 +679,16 @@ def load_raw(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()
                             ) from None
     except OSError as exc:
         raise ScenarioError(file, "scenario", f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:   # a binary file
+        raise ScenarioError(file, "scenario", f"not UTF-8 text (byte {exc.start}): not a "
+                                              "scenario file") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise ScenarioError(file, "toml", str(exc), int(m.group(1)) if m else None) from None
+    except RecursionError:
+        raise ScenarioError(file, "toml", "arrays or tables nested too deeply") from None
     given: dict[str, str] = {}
     for item in overrides:
         given[apply_override(raw, item, file)] = item
@@ -679,6 +709,8 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value   # a bare word: take it as a string
+    except RecursionError:
+        raise ScenarioError("--set", item, "value nested too deeply") from None
     m = re.match(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
                  r"(\[(\d+)\])?\.(.+)$",
                  key)
@@ -688,13 +720,27 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
     section, idx, sub = m.group(1), int(m.group(3) or 0), m.group(4)
     if section in ("topics", "producers", "consumers", "admin"):
         arr = raw.setdefault(section, [{}] if section == "topics" else [])
+        if not isinstance(arr, list):
+            raise ScenarioError("--set", key, f"{section} is not an array of tables "
+                                              f"([[{section}]]) in {file}")
         if idx >= len(arr):
             raise ScenarioError("--set", key, f"{section} has no element {idx} in {file}")
         target = arr[idx]
+        if not isinstance(target, dict):
+            raise ScenarioError("--set", key, f"{section}[{idx}] is not a table in {file}")
     else:
         target = raw.setdefault(section, {})
+        if not isinstance(target, dict):
+            raise ScenarioError("--set", key, f"{section} is not a table (it is "
+                                              f"{type(target).__name__}: an earlier --set or "
+                                              f"{file} says so)")
     if section == "network" and sub.startswith("delay."):
-        target.setdefault("delay", {})[sub[6:]] = parsed
+        delay = target.setdefault("delay", {})
+        if not isinstance(delay, dict):
+            raise ScenarioError("--set", key, f"network.delay is not a table (it is "
+                                              f"{type(delay).__name__}: an earlier --set or "
+                                              f"{file} says so)")
+        delay[sub[6:]] = parsed
     else:
         target[sub] = parsed
     if section in ("topics", "producers", "consumers", "admin"):
@@ -726,7 +772,7 @@ def catalog() -> list[tuple[str, str]]:
     for path in sorted(SCENARIO_DIR.glob("*.toml")):
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
+        except (OSError, ValueError, RecursionError):   # ValueError: TOML or UTF-8
             continue
         out.append((path.stem, str(raw.get("description", ""))))
     return out

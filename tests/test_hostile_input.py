@@ -132,6 +132,45 @@ def test_a_bad_set_value_is_blamed_on_the_set_not_on_a_line_of_the_file() -> Non
     assert "default.toml" not in str(err.value)
 
 
+@pytest.mark.parametrize("overrides, words", [
+    (['bugs=[["x"]]'], "bugs: every entry must be a string"),
+    (["faults.nemesis=[1]"], "faults.nemesis: every entry must be a string"),
+    (["expect.forbid=[true]"], "expect.forbid: every entry must be a string"),
+    (["producers=5"], "producers: must be an array of tables"),
+    (["admin=3"], "admin: must be an array of tables"),
+    (["consumers={a=1}"], "consumers: must be an array of tables"),
+    (["cluster=1", "cluster.brokers=3"], "cluster is not a table"),
+    (["network.delay=5", "network.delay.ms=1"], "network.delay is not a table"),
+    (["x=" + "[" * 3000 + "]" * 3000], "nested too deeply"),
+])
+def test_type_confusion_in_set_values_is_one_line(overrides: list[str], words: str) -> None:
+    """Class 3: ``bugs=[["x"]]`` (unhashable), ``producers=5`` (not iterable), a section set
+    to a number and then written into — tracebacks before; now the --set is named."""
+    from emulator.scenario import ScenarioError, load
+    with pytest.raises(ScenarioError) as err:
+        load("default", overrides)
+    assert words in str(err.value) and str(err.value).startswith("--set")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("content, words", [
+    (bytes(range(128, 256)) * 8, "not UTF-8 text"),
+    (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    (b'name = "t"\n[topics]\nname = "orders"\n', "topics"),
+])
+def test_a_binary_deeply_nested_or_wrongly_shaped_scenario_file_is_one_line(
+        tmp_path: Path, content: bytes, words: str) -> None:
+    """Class 3: a binary file (UnicodeDecodeError), deeply nested arrays (RecursionError),
+    a ``[topics]`` table where ``[[topics]]`` is meant — through the whole CLI."""
+    f = tmp_path / "bad.toml"
+    f.write_bytes(content)
+    _one_line_exit_2(_isrlab("run", str(f), "--out", str(tmp_path / "t.jsonl")), words)
+    extra = _isrlab("run", str(f), "--set", "topics.partitions=3", "--out",
+                    str(tmp_path / "u.jsonl"))
+    _one_line_exit_2(extra)
+    assert f.read_bytes() == content
+
+
 def test_an_error_in_the_second_topic_points_at_the_second_topic(tmp_path: Path) -> None:
     """Class 3: ``topics[1]`` errors named the first line that sets a key of that name —
     in ``topics[0]``."""
