@@ -26,9 +26,17 @@ Design
   are skipped, and a torn last line (a driver killed mid-write) is ignored and cut off.
   ``campaign.json`` records the scenario's digest so a resume with other ``--set`` values is
   refused instead of mixing two campaigns; by default ``DIR`` is named after that digest.
-* **Ctrl-C** (SIGINT) sets a flag; the driver cancels the seeds not yet started, kills the
-  workers (their unfinished seeds have no row and run again on resume), shuts the pool down,
-  prints the summary of what finished and exits 130. A second Ctrl-C stops at once.
+* **Ctrl-C** (SIGINT) and **SIGTERM** set a flag; the driver cancels the seeds not yet
+  started, kills the workers (their unfinished seeds have no row and run again on resume),
+  shuts the pool down, prints the summary of what finished and exits 130 (143 for SIGTERM).
+  A second signal stops at once.
+* **Damaged folders.** A ``campaign.json`` that does not parse, or a folder with results but
+  no ``campaign.json``, is refused (it cannot tell which campaign the rows belong to). A row of
+  ``results.jsonl`` that is not a well-formed result (a seed, a verdict, counts) is skipped
+  with a warning and its seed runs again. A seed that hit an *infrastructure* error (an
+  ``OSError`` writing its trace: a full disk, a vanished folder) is written with status
+  ``infra_error`` and never counts as done: the summary says so plainly and a resume runs it
+  again.
 * **Verdicts.** A row is ``fail`` when the checker found an anomaly the scenario forbids
   (``[expect] forbid``) or the run itself errored (an actor raised). A bug-reproduction
   scenario (``[expect] anomalies``) does not make a seed fail by *not* reproducing; the
@@ -91,6 +99,8 @@ EXIT_OK: Final = 0
 EXIT_FAIL: Final = 1
 EXIT_BAD_INPUT: Final = 2
 EXIT_INTERRUPTED: Final = 130
+#: the status of a seed that an infrastructure error stopped (never done: resume retries)
+INFRA: Final = "infra_error"
 
 RESULTS: Final = "results.jsonl"
 MANIFEST: Final = "campaign.json"
@@ -154,6 +164,14 @@ def run_seed(job: Job, seed: int) -> dict[str, Any]:
         res = run(job.sc, seed, str(tmp))
         check = check_file(tmp)
         plan = _header(tmp).get("fault_plan") or []
+    except OSError as exc:   # the machine, not the system under test: retried on resume
+        tmp.unlink(missing_ok=True)
+        row.update(digest=None, verdict="infra", expect_met=False, status=INFRA,
+                   anomalies={a: 0 for a in ANOMALIES}, forbidden_found=[],
+                   missing_expected=[], events=0, sim_seconds=0.0,
+                   wall_seconds=round(time.perf_counter() - t0, 3), trace=None, faults=0,
+                   fault_kinds=[], error=f"{type(exc).__name__}: {exc}")
+        return row
     except Exception as exc:  # noqa: BLE001  # a broken seed is a row, not a dead campaign
         tmp.unlink(missing_ok=True)
         row.update(digest=None, verdict="fail", expect_met=False, status="error",
@@ -167,8 +185,19 @@ def run_seed(job: Job, seed: int) -> dict[str, Any]:
     trace: str | None = None
     if job.keep_all or failed or reproduced:
         final = out / TRACES / f"seed-{seed}.jsonl.gz"
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _gzip_into(tmp, final)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            _gzip_into(tmp, final)
+        except OSError as exc:   # keeping the trace failed (a full disk): retried on resume
+            tmp.unlink(missing_ok=True)
+            if final.is_file():
+                final.unlink()
+            row.update(digest=None, verdict="infra", expect_met=False, status=INFRA,
+                       anomalies={a: 0 for a in ANOMALIES}, forbidden_found=[],
+                       missing_expected=[], events=0, sim_seconds=0.0,
+                       wall_seconds=round(time.perf_counter() - t0, 3), trace=None,
+                       faults=0, fault_kinds=[], error=f"{type(exc).__name__}: {exc}")
+            return row
         trace = str(final)
     tmp.unlink(missing_ok=True)
     row.update(
@@ -227,9 +256,22 @@ def read_results(path: Path) -> tuple[dict[int, dict[str, Any]], int]:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and isinstance(row.get("seed"), int):
+        if well_formed(row) and row.get("status") != INFRA:
             rows[row["seed"]] = row
+        elif isinstance(row, dict) and isinstance(row.get("seed"), int):
+            rows.pop(row["seed"], None)   # its last row is unusable: the seed runs again
     return rows, end
+
+
+def well_formed(row: Any) -> bool:
+    """A result row readers can rely on: an integer seed, a verdict, counts by anomaly."""
+    if not isinstance(row, dict) or type(row.get("seed")) is not int:
+        return False
+    counts = row.get("anomalies")
+    return (isinstance(row.get("verdict"), str) and isinstance(counts, dict)
+            and all(isinstance(k, str) and type(v) is int for k, v in counts.items())
+            and all(isinstance(row.get(k, []), list)
+                    for k in ("forbidden_found", "missing_expected")))
 
 
 class _Results:
@@ -314,27 +356,31 @@ class _Progress:
 
 
 class _Interrupt:
-    """The first SIGINT only sets ``hit`` (the driver stops between rows); a second raises."""
+    """The first SIGINT or SIGTERM only sets ``hit`` (the driver stops between rows) and
+    remembers which (``signum``); a second raises."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.hit = False
-        self._old: Any = None
-        self._installed = False
+        self.signum = 0
+        self._old: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.hit:
             raise KeyboardInterrupt
         self.hit = True
+        self.signum = signum
 
     def __enter__(self) -> _Interrupt:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for sig in self.SIGNALS:
+                self._old[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 # --------------------------------------------------------------------------- pools
@@ -489,12 +535,20 @@ def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
         try:
             known = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            known = {}
-        if known.get("scenario_sha256") not in (None, digest):
+            known = None
+        if not isinstance(known, dict) or not isinstance(known.get("scenario_sha256"), str):
+            raise CampaignError(
+                f"{manifest}: damaged (not the campaign record isrlab writes): cannot tell "
+                "which campaign this folder holds; choose another --out")
+        if known.get("scenario_sha256") != digest:
             raise CampaignError(
                 f"{out}: --out: holds a campaign of another scenario or other --set values "
                 f"({known.get('scenario')} {' '.join(known.get('overrides', []))}); "
                 "resume with the same arguments or choose another --out")
+    elif (out / RESULTS).exists() and (out / RESULTS).stat().st_size:
+        raise CampaignError(
+            f"{out}: --out: holds {RESULTS} but no {MANIFEST}: cannot tell which campaign "
+            "its rows belong to; choose another --out")
     else:
         manifest.write_text(json.dumps({
             "scenario": cfg.scenario, "name": sc["name"], "overrides": cfg.overrides,
@@ -581,8 +635,9 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
                                   mismatches)
         _summary(cfg, sc, outcome, jobs, out_stream)
         if outcome.interrupted:
-            outcome.code = EXIT_INTERRUPTED
-        elif mismatches or any(_failed(r) for r in rows.values()):
+            outcome.code = 128 + stop.signum if stop.signum else EXIT_INTERRUPTED
+        elif mismatches or any(_failed(r) or r.get("status") == INFRA
+                               for r in rows.values()):
             outcome.code = EXIT_FAIL
         return outcome
     finally:
@@ -637,12 +692,18 @@ def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: 
     rows = o.rows
     total = len(cfg.seeds)
     rate = o.ran / o.wall_seconds if o.wall_seconds > 0 else 0.0
+    done = sum(1 for r in rows.values() if r.get("status") != INFRA)
     head = (f"campaign {sc['name']} seeds {cfg.seeds.start}:{cfg.seeds.stop - 1}: "
-            f"{len(rows)}/{total} done")
+            f"{done}/{total} done")
     if o.interrupted:
         head += " (interrupted: re-run the same command to resume)"
     out.write(head + f"; this run {o.ran} seeds in {o.wall_seconds:.1f} s "
               f"({rate:.2f} seeds/s, {'spark ' + cfg.spark if cfg.spark else f'{jobs} jobs'})\n")
+    infra = sorted(s for s, r in rows.items() if r.get("status") == INFRA)
+    if infra:
+        out.write(f"INFRASTRUCTURE ERRORS: {len(infra)} seeds could not be run or kept "
+                  f"(first: seed {infra[0]}: {rows[infra[0]].get('error')}); they are not "
+                  "done: re-run the same command to retry them\n")
     failing = sorted(s for s, r in rows.items() if _failed(r))
     by_kind: dict[str, list[int]] = {}
     for s in failing:

@@ -158,7 +158,14 @@ def load_campaign(folder: Path) -> tuple[list[Run], list[str], bool]:
                 if not isinstance(row, dict):
                     problems.append(f"{results}:{n}: not a JSON object")
                     continue
-                runs.append(_row_run(folder, row, problems, f"{results}:{n}"))
+                if row.get("status") == "infra_error":   # faults.campaign.INFRA: not run
+                    problems.append(f"{results}:{n}: seed {row.get('seed')} hit an "
+                                    f"infrastructure error ({row.get('error')}): not run")
+                    continue
+                run = _row_run(folder, row, problems, f"{results}:{n}")
+                if type(row.get("seed")) is int:   # a seed run again: its last row wins
+                    runs = [r for r in runs if r.seed != row["seed"]]
+                runs.append(run)
         return runs, problems, True
     for p in sorted(q for q in folder.rglob("*") if q.is_file() and _is_trace(q)):
         try:

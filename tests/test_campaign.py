@@ -146,7 +146,69 @@ def test_campaign_determinism_check_passes_on_a_normal_campaign(
     assert "determinism: re-ran 2 of 4 seeds" in err and "every digest equal" in err
 
 
-def test_campaign_sigint_stops_cleanly_with_valid_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize("record, words", [
+    ("{", "damaged"), ('["not", "a", "record"]', "damaged"), (None, "but no campaign.json"),
+])
+def test_a_damaged_or_missing_campaign_record_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], record: str | None,
+        words: str) -> None:
+    """Issue 23, class 7: a corrupt or missing campaign.json let a resume with other
+    settings mix two campaigns in one folder."""
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"seed": 1, "verdict": "ok", "anomalies": {}}\n')
+    if record is not None:
+        (out / "campaign.json").write_text(record)
+    assert main(["default", "--seeds", "1:2", "--out", str(out), *TINY]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_malformed_rows_run_again_and_the_report_survives_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 7: a malformed row of results.jsonl gave a traceback on every resume and in
+    the report; now its seed runs again and the report names the unreadable lines."""
+    from report import cli as report
+    out = tmp_path / "c"
+    args = ["default", "--seeds", "1:3", "--jobs", "1", "--out", str(out), *TINY,
+            *NOTHING_FORBIDDEN]
+    assert main(args) == 0
+    with (out / "results.jsonl").open("a") as fh:
+        fh.write('{"seed": 2, "verdict": "ok", "anomalies": "many"}\n[1, 2]\nnot json\n')
+    assert set(read_results(out / "results.jsonl")[0]) == {1, 3}
+    capsys.readouterr()
+    assert main(args) == 0
+    rows, _ = read_results(out / "results.jsonl")
+    assert sorted(rows) == [1, 2, 3]
+    assert report.main([str(out), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "not JSON" in html and "Traceback" not in html
+
+
+def test_an_infrastructure_error_is_said_plainly_and_retried_on_resume(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 7: a full disk was recorded as failing seeds that a resume never retried. Here
+    the traces folder cannot be created (a file is in its way): the seeds are not done, the
+    summary says so, and once the way is clear a resume runs them."""
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "traces").write_text("in the way")
+    args = ["default", "--seeds", "1:2", "--jobs", "1", "--out", str(out), "--keep-all",
+            *TINY, *NOTHING_FORBIDDEN]
+    assert main(args) == 1
+    said = capsys.readouterr().out
+    assert "INFRASTRUCTURE ERRORS: 2 seeds" in said and "0/2 done" in said
+    assert read_results(out / "results.jsonl")[0] == {}
+    (out / "traces").unlink()
+    assert main(args) == 0
+    rows, _ = read_results(out / "results.jsonl")
+    assert sorted(rows) == [1, 2] and all(Path(r["trace"]).is_file() for r in rows.values())
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_campaign_stops_cleanly_on_a_signal_with_valid_results(
+        tmp_path: Path, sig: signal.Signals, code: int) -> None:
+    """Ctrl-C, and SIGTERM alike (class 7): the summary, valid files, the workers gone."""
     out = tmp_path / "c"
     proc = subprocess.Popen(
         [sys.executable, "-m", "emulator.cli", "campaign", "default", "--seeds", "1:500",
@@ -158,12 +220,12 @@ def test_campaign_sigint_stops_cleanly_with_valid_results(tmp_path: Path) -> Non
         while not (results.exists() and results.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert results.exists(), "no row within 60 s"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "interrupted" in stdout
     rows = rows_of(out)
     seeds = [r["seed"] for r in rows]
