@@ -81,6 +81,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Final, TextIO
 
+from emulator.progress import Progress
 from emulator.scenario import ScenarioError, load
 
 __all__ = [
@@ -106,8 +107,6 @@ RESULTS: Final = "results.jsonl"
 MANIFEST: Final = "campaign.json"
 TRACES: Final = "traces"
 WORK: Final = "tmp"
-#: Progress cadence when stderr is not a terminal.
-PROGRESS_EVERY_S: Final = 5.0
 #: How often the driver wakes up to refresh progress and look at the Ctrl-C flag.
 POLL_S: Final = 0.25
 #: Failing seeds listed with their reproduce command in the summary.
@@ -295,61 +294,27 @@ class _Results:
 
 
 class _Progress:
-    """One status line on stderr: ``\\r``-rewritten on a terminal, every few s otherwise."""
+    """The campaign's progress (``emulator.progress``: tqdm's bar on a terminal, a plain line
+    every few s otherwise), its status the failing seeds by forbidden anomaly."""
 
     def __init__(self, stream: TextIO, total: int, name: str, *, quiet: bool = False) -> None:
-        self.stream = stream
-        self.total = total
-        self.name = name
-        self.quiet = quiet
-        self.tty = stream.isatty()
-        self.t0 = time.monotonic()
-        self.last = 0.0
-        self.done = 0
+        self.bar = Progress(stream, total, f"campaign {name}", "seed", quiet=quiet)
         self.failing = 0
         self.kinds: Counter[str] = Counter()
-        self._width = 0
 
     def add(self, row: dict[str, Any]) -> None:
-        self.done += 1
         if row.get("verdict") == "fail":
             self.failing += 1
             for name in row.get("forbidden_found") or ["run_error"]:
                 self.kinds[name] += 1
-
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.t0, 1e-9)
-        rate = self.done / elapsed
-        left = self.total - self.done
-        eta = f"{left / rate:.0f} s" if rate > 0 else "?"
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items()))
-        return (f"campaign {self.name}: {self.done}/{self.total} seeds, {rate:.2f} seeds/s, "
-                f"ETA {eta}, {self.failing} failing" + (f" ({kinds})" if kinds else ""))
+        self.bar.advance(1, f"{self.failing} failing" + (f" ({kinds})" if kinds else ""))
 
-    def tick(self, *, force: bool = False) -> None:
-        if self.quiet:
-            return
-        now = time.monotonic()
-        if self.tty:
-            if force or now - self.last >= 0.2:
-                text = self.line()
-                pad = max(0, self._width - len(text))
-                self.stream.write("\r" + text + " " * pad)
-                self.stream.flush()
-                self._width = len(text)
-                self.last = now
-        elif force or now - self.last >= PROGRESS_EVERY_S:
-            self.stream.write(self.line() + "\n")
-            self.stream.flush()
-            self.last = now
+    def tick(self) -> None:
+        self.bar.tick()
 
     def finish(self) -> None:
-        if self.quiet:
-            return
-        self.tick(force=True)
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.bar.finish()
 
 
 # --------------------------------------------------------------------------- Ctrl-C
@@ -600,7 +565,6 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
             rows[row["seed"]] = row
             new.append(row["seed"])
             progress.add(row)
-            progress.tick()
 
         t0 = time.perf_counter()
         if len(rows) and not cfg.quiet:

@@ -41,6 +41,7 @@ from typing import Any, Final
 import orjson
 
 from actors.eras import BUGS, ERAS
+from emulator.progress import Progress
 from traces.checker import DEFAULT_FORBID, check_file
 from traces.explain import RULES, explain
 from traces.schema import ANOMALIES
@@ -112,7 +113,7 @@ def variants(base: dict[str, Any], eras: Sequence[str], bugs: Sequence[str]
 
 def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ERAS,
             bugs: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
-            out: Path | None = None, progress: Any = None,
+            out: Path | None = None, progress: Progress | None = None,
             extra: Sequence[tuple[str, list[str]]] = (), why_first: Sequence[str] = ()
             ) -> Comparison:
     """Run the fixed schedule under each variant; raises CompareError on bad input.
@@ -135,6 +136,8 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     rows = [Row(label, era, list(bug)) for label, era, bug in variants(base, eras, bugs)]
     rows += [Row(label, str(base["protocol"]), list(base["bugs"]), overrides=list(sets_))
              for label, sets_ in extra]
+    if progress is not None:
+        progress.set_total(progress.done + len(rows) * len(seeds))
     work = out if out is not None else Path(tempfile.mkdtemp(prefix="isrlab-compare-"))
     try:
         for row in rows:
@@ -155,9 +158,9 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                     break
                 path = work / _slug(row.label) / f"seed-{s}.jsonl.gz"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                if progress is not None:
-                    progress(f"compare: {row.label}, seed {s}")
                 run(sc, s, str(path))
+                if progress is not None:
+                    progress.advance(1, f"{base['name']}: {row.label}, seed {s}")
                 row.traces.append(str(path.relative_to(work)))
                 found = check_file(path)
                 for name, n in found.anomalies.items():
@@ -220,7 +223,8 @@ class CatalogEntry:
     why: str | None
 
 
-def catalog(names: Sequence[str] | None = None, progress: Any = None) -> list[CatalogEntry]:
+def catalog(names: Sequence[str] | None = None, progress: Progress | None = None
+            ) -> list[CatalogEntry]:
     """The catalog's bug scenarios (those with ``[expect] anomalies``), each run as written
     and under every ``[catalog] fixed`` variant, on its fixed schedule."""
     from emulator.scenario import SCENARIO_DIR, ScenarioError, load
@@ -325,11 +329,13 @@ def main(argv: Sequence[str]) -> int:
     if args.catalog is not None:
         names = None if args.catalog == "all" else [
             n.strip() for n in args.catalog.split(",") if n.strip()]
+        bar = Progress(sys.stderr, 0, "compare --catalog", "run")
         try:
-            entries = catalog(names, progress=lambda m: print(m, file=sys.stderr))
+            entries = catalog(names, progress=bar)
         except CompareError as exc:
             print(f"isrlab compare: --catalog: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        bar.finish()
         if args.json:
             sys.stdout.write(orjson.dumps([e.__dict__ for e in entries]).decode() + "\n")
         else:
@@ -350,8 +356,10 @@ def main(argv: Sequence[str]) -> int:
         out = Path(args.out) if args.out is not None else None
         if out is not None and out.exists() and not out.is_dir():
             raise CompareError(f"--out: {out} exists and is not a directory")
+        bar = Progress(sys.stderr, 0, f"compare {args.scenario}", "run")
         result = compare(args.scenario, sets=args.set, eras=eras, bugs=bugs, seeds=seeds,
-                         out=out, progress=lambda m: print(m, file=sys.stderr))
+                         out=out, progress=bar)
+        bar.finish()
     except (CompareError, CampaignError) as exc:
         print(f"isrlab compare: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -49,7 +49,8 @@ def test_swarm_flag_becomes_the_faults_swarm_override() -> None:
 
 def test_read_results_ignores_a_torn_last_line(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    good = b'{"seed":1,"verdict":"ok"}\n{"seed":2,"verdict":"ok"}\n'
+    good = (b'{"seed":1,"verdict":"ok","anomalies":{}}\n'
+            b'{"seed":2,"verdict":"ok","anomalies":{}}\n')
     path.write_bytes(good + b'{"seed":3,"ver')
     rows, valid = read_results(path)
     assert sorted(rows) == [1, 2]
