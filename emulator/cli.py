@@ -106,6 +106,8 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "check": ("traces.checker", "check one trace fast: isrlab check TRACE [--json]"),
     "explain": ("traces.explain", "why each anomaly happened: isrlab explain TRACE "
                 "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
+    "import": ("traces.logs.importer", "Kafka broker logs as a trace: isrlab import LOG... "
+               "--out TRACE [--tz ZONE] [--broker ID] [--cluster NAME]"),
     "analyze": ("spark_analysis.cli",
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
     "campaign": ("faults.campaign",

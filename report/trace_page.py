@@ -148,10 +148,12 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     examples = _examples(view)
     status = (view.footer or {}).get("status", "no run_end")
     title = f"isrlab report — {sc.get('name', '?')} seed {hdr.get('seed')}"
-    verdict = [badge("expect met", "ok") if r.expect_met else badge("EXPECT NOT MET", "bad")]
+    verdict = ([badge("imported from Kafka's logs: no verdict (per-record anomalies not "
+                      "available)", "warn")] if r.imported else
+               [badge("expect met", "ok") if r.expect_met else badge("EXPECT NOT MET", "bad")])
     verdict += [badge(f"forbidden: {n} ×{r.anomalies[n]}", "bad") for n in r.forbidden_found]
     verdict += [badge(f"expected but missing: {n}", "warn") for n in r.missing_expected]
-    if not r.forbidden_found:
+    if not r.forbidden_found and not r.imported:
         verdict.append(badge("no forbidden anomaly", "ok"))
     kv = [("seed", hdr.get("seed")), ("era (protocol)", hdr.get("protocol", sc.get("protocol"))),
           ("run status", status), ("events", f"{view.events:,}"),
@@ -258,7 +260,8 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
         + "</div></div></section>"))
     found = {n: c for n, c in r.anomalies.items() if c and n not in INFORMATIONAL}
     summary = (f"{sc.get('name', '?')} seed {hdr.get('seed')}: "
-               + ("expect met" if r.expect_met else "EXPECT NOT MET") + "; anomalies "
+               + ("imported, no verdict" if r.imported else
+                  "expect met" if r.expect_met else "EXPECT NOT MET") + "; anomalies "
                + (", ".join(f"{n}={c}" for n, c in found.items()) or "none"))
     return page(title, header, body), summary
 

@@ -93,6 +93,13 @@ def run_unfinished(truncated: bool, status: str | None) -> bool:
     return truncated or status in ("aborted", "error")
 
 
+#: anomalies a trace imported from Kafka's logs cannot show: they need every record sent,
+#: acknowledged and read, and the final logs, which broker logs do not carry
+NOT_FROM_LOGS: Final = ("lost_acked_write", "lost_acked_uncommitted", "expired",
+                        "hw_regression_visible", "log_divergence", "read_uncommitted",
+                        "nonmonotonic_send", "duplicate", "poll_skip", "nonmonotonic_poll",
+                        "no_convergence", "lost_committed_offset")
+
 #: ``isrlab check``'s exit code for a trace of a run that did not finish (docs/anomalies.md)
 EXIT_INCOMPLETE: Final = 3
 
@@ -115,6 +122,9 @@ class CheckResult:
     seed: int | None = None
     status: str | None = None
     truncated: bool = False
+    #: read from Kafka's logs (``isrlab import``): no records, so the per-record anomalies
+    #: (writes, reads, sends, duplicates, convergence) are not available — not zero
+    imported: bool = False
 
     @property
     def incomplete(self) -> bool:
@@ -131,8 +141,10 @@ class CheckResult:
             "seed": self.seed,
             "status": self.status,
             "truncated": self.truncated,
-            "anomalies": dict(self.anomalies),
-            "expect_met": self.expect_met,
+            "anomalies": {a: (None if self.imported and a in NOT_FROM_LOGS else n)
+                          for a, n in self.anomalies.items()},
+            "imported": self.imported,
+            "expect_met": None if self.imported else self.expect_met,
             "forbidden_found": list(self.forbidden_found),
             "missing_expected": list(self.missing_expected),
         }
@@ -648,6 +660,7 @@ class Checker:
             seed=self.seed,
             status=self.status,
             truncated=self.truncated,
+            imported=self.scenario.get("imported") is True,
         )
 
     def _judge_partition(self, key: PartitionKey, p: _Partition) -> PartitionSummary:
@@ -924,6 +937,9 @@ def format_table(result: CheckResult, trace: str) -> str:
     lines.append(f"{'anomaly':<24}{'count':>10}  verdict")
     for name in ANOMALIES:
         n = result.anomalies[name]
+        if result.imported and name in NOT_FROM_LOGS:
+            lines.append(f"{name:<24}{'n/a':>10}  not available for imported traces")
+            continue
         mark = ""
         if name in result.forbidden_found:
             mark = "FORBIDDEN"
@@ -940,10 +956,15 @@ def format_table(result: CheckResult, trace: str) -> str:
             f"{_dash(s.final_log_start_offset):>7}{s.acked_records:>8}  {state}"
         )
     for name in ANOMALIES:
+        if result.imported and name in NOT_FROM_LOGS:
+            continue
         for d in result.details[name][:3]:
             lines.append(f"  e.g. {name}: {orjson.dumps(d).decode()}")
     lines.append("")
-    if result.incomplete:
+    if result.imported:
+        lines.append("IMPORTED from Kafka's logs: the ISR, HW, truncation and election views "
+                     "above stand; per-record anomalies are not available, so no verdict")
+    elif result.incomplete:
         why = "no run_end" if result.truncated else f"status {result.status}"
         lines.append(f"INCOMPLETE ({why}): the run did not finish, so no verdict")
     else:
@@ -977,6 +998,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(format_table(result, args.trace))
+    if result.imported:
+        return 0   # no verdict: the views are informational
     if result.incomplete:
         return EXIT_INCOMPLETE
     return 0 if result.expect_met else 1

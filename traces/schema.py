@@ -123,6 +123,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "coordinator_unload": ("partition", "reason"),
     "offset_reset": ("group", "consumer", "topic", "partition", "old", "new", "policy"),
     "rebalance": ("group", "generation", "assignment"),
+    # imported from Kafka's logs (isrlab import; run_start then has ``imported``): what the
+    # lines said that the emulator has no event for
+    "isr_update_skipped": ("topic", "partition", "replica", "partition_epoch", "reason"),
+    "append_rejected": ("topic", "partition", "error"),
+    "broker_change": ("added", "deleted", "live"),
     # end of run
     "final_log": (
         "topic", "partition", "replica", "log_start_offset", "hw", "leo", "leader_epoch",

@@ -130,7 +130,7 @@ class TraceWriter:
         self._log.line({"seq": self._sink.count, "ts_us": ts_us, "event": event, "node": node,
                         "actor": actor, **fields})
 
-    def start(self, *, seed: int, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
+    def start(self, *, seed: int | None, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
               protocol: str, **extra: Any) -> None:
         self.emit(0, "sim", "sim", "run_start", {
             "schema": SCHEMA_VERSION, "isrlab_version": ISRLAB_VERSION, "seed": seed,

@@ -1,0 +1,229 @@
+"""isrlab import (issue 22): Kafka broker and controller logs read into an isrlab trace.
+
+Inputs are real log excerpts (``tests/data/kafka_logs/``, each with its source); every test
+states the facts the importer must extract from them — broker, partition, ISR before and
+after, epochs, offsets — as the lines say them, and nothing they do not say.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traces.checker import check_file
+from traces.logs.importer import import_logs, main
+from traces.logs.kinds import KINDS
+from traces.reader import iter_events
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "data" / "kafka_logs"
+
+
+def imported(tmp_path: Path, *names: str, **kw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    out = tmp_path / "t.jsonl"
+    import_logs([str(LOGS / n) for n in names], str(out), **kw)
+    with iter_events(out) as events:   # a verified trace: crc, seq, run_end digest
+        evs = list(events)
+    return evs[0], [e for e in evs[1:-1]]
+
+
+def only(evs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in evs if e["event"] == name]
+
+
+def test_zookeeper_era_isr_shrinks_and_stale_zkversions(tmp_path: Path) -> None:
+    """0.10.x (librdkafka#948): ``Partition [t,p] on broker 1: Shrinking ISR for partition
+    [t,p] from 1,0,2 to 1`` and the ``Cached zkVersion [0] not equal to that in zookeeper``
+    that follows each (KAFKA-2729's signature)."""
+    header, evs = imported(tmp_path, "22-librdkafka948-isr-shrink-zkversion-0102.log")
+    shrinks = only(evs, "isr_change")
+    assert [(e["topic"], e["partition"], e["old"], e["new"], e["node"]) for e in shrinks] == [
+        ("topicold", 24, [1, 0, 2], [1], "broker-1"), ("topic", 24, [1, 0, 2], [1], "broker-1"),
+        ("topic", 6, [1, 3, 5], [1, 3], "broker-1"), ("topic", 42, [1, 5, 6], [1, 6],
+                                                      "broker-1")]
+    assert all(e["reason"] == "shrink" and "hw" not in e for e in shrinks)  # not in the line
+    stale = only(evs, "isr_update_skipped")
+    assert [(e["topic"], e["partition"], e["partition_epoch"]) for e in stale] == [
+        ("topicold", 0, 0), ("topicold", 24, 0), ("topic", 24, 0), ("topic", 6, 2)]
+    imp = header["imported"]
+    assert imp["kinds"] == {"isr_shrink": 4, "zk_version_stale": 4}
+    assert imp["records"] == imp["parsed"] == 8 and imp["time_origin"].startswith(
+        "2016-12-18T15:15:55.046")
+
+
+def test_isr_expansion_in_the_old_format(tmp_path: Path) -> None:
+    _, evs = imported(tmp_path, "09-librdkafka1575-notleader-expanding-isr-zkversion-"
+                                "controller.log")
+    [first, *_] = only(evs, "isr_change")
+    assert (first["topic"], first["partition"], first["old"], first["new"], first["reason"]) == (
+        "LIVETOPICOLD", 36, [1, 5], [1, 5, 0], "expand")
+
+
+def test_kraft_fencing_and_unclean_partition_changes_are_the_controllers(tmp_path: Path) -> None:
+    """KRaft controller (AutoMQ's fork, Apache's wording: ``ReplicationControlManager``,
+    ``PartitionRegistration.maybeLogPartitionChange``)."""
+    _, evs = imported(tmp_path, "03-automq-kraft-controller-fencing-unclean.log")
+    [fenced] = only(evs, "broker_fenced")
+    assert (fenced["broker"], fenced["reason"], fenced["node"]) == (1, "session_timeout",
+                                                                   "controller")
+    elected = only(evs, "leader_elected")
+    assert [(e["topic"], e["partition"], e["leader"], e["leader_epoch"], e["isr"],
+             e["election"]) for e in elected] == [
+        ("testOther", 1, 0, 86, [0], "unclean"), ("testOther", 3, 0, 74, [0], "unclean"),
+        ("testMain", 5, 0, 114, [0], "unclean")]
+    assert all(e["node"] == "controller" for e in only(evs, "isr_change"))
+
+
+def test_become_leader_with_its_epoch_and_start_offset(tmp_path: Path) -> None:
+    _, evs = imported(tmp_path, "18-yolean-log-truncation-not-allowed-crashloop.log")
+    [lead] = only(evs, "become_leader")
+    assert (lead["topic"], lead["partition"], lead["replica"], lead["leader_epoch"],
+            lead["leso"], lead["previous_leader_epoch"]) == (
+        "kafka-monitor-topic", 0, 2, 4, 1, -1)
+
+
+def test_truncation_to_the_local_hw_under_kubernetes_timestamps(tmp_path: Path) -> None:
+    """Each line behind a container runtime's RFC 3339 timestamp; the "has no effect" lines
+    are read (counted) and make no event."""
+    header, evs = imported(tmp_path, "30-yolean261-truncate-to-local-hw-k8s-timestamps.log")
+    cuts = only(evs, "log_truncate")
+    assert [(e["partition"], e["replica"], e["new_leo"], e["reason"]) for e in cuts] == [
+        (9, 2, 0, "high_watermark"), (42, 2, 0, "high_watermark"), (24, 2, 0, "high_watermark")]
+    assert "old_leo" not in cuts[0]   # the line does not say
+    assert header["imported"]["kinds"] == {"truncate_no_effect": 3, "truncate_to_hw": 3}
+
+
+def test_docker_json_lines_log_start_and_retention(tmp_path: Path) -> None:
+    _, evs = imported(tmp_path, "05-bitnami-371-retention-deleting-segments-json.log",
+                      broker=3)
+    [lso] = only(evs, "log_start_offset_update")
+    assert (lso["topic"], lso["partition"], lso["new"], lso["reason"], lso["node"]) == (
+        "topic.name", 24, 3053267, "segment deletion", "broker-3")   # --broker: the file's
+    [seg] = only(evs, "segment_delete")
+    assert seg["base_offset"] == 3048556 and seg["reason"].startswith("log retention time")
+
+
+def test_log4j2_layout_and_recovery_and_min_isr(tmp_path: Path) -> None:
+    _, evs = imported(tmp_path, "29-strimzi11613-kraft-retention-deleting-segment.log")
+    [seg] = only(evs, "segment_delete")
+    assert (seg["topic"], seg["partition"], seg["base_offset"]) == (
+        "strimzi.cruisecontrol.partitionmetricsamples", 25, 0)
+    _, evs = imported(tmp_path / "b", "04-bitnami-unclean-start-recovering-segments.log")
+    [rec] = only(evs, "log_recovery")
+    assert (rec["topic"], rec["partition"], rec["unflushed_segment"]) == (
+        "__consumer_offsets", 41, 0)
+    _, evs = imported(tmp_path / "c", "06-yolean-notenoughreplicas-consumer-offsets.log")
+    [rej] = only(evs, "append_rejected")
+    assert (rej["topic"], rej["partition"], rej["isr_size"], rej["min_isr"], rej["node"]) == (
+        "__consumer_offsets", 32, 1, 2, "broker-1")
+
+
+def test_zookeeper_controller_broker_changes_and_failed_elections(tmp_path: Path) -> None:
+    _, evs = imported(tmp_path, "11-mesos-kafka-controller-broker-change-082.log",
+                      "25-sentry383-offline-to-online-failed-election.log",
+                      "28-kafka-pr11291-kraft-registered-new-broker.log")
+    changes = only(evs, "broker_change")
+    assert [(c["added"], c["deleted"], c["live"]) for c in changes] == [
+        ([], [1], [0, 5, 2, 3, 4]), ([1], [], [0, 5, 1, 2, 3, 4])]
+    assert [f["broker"] for f in only(evs, "broker_fenced")] == [1]
+    [off] = only(evs, "partition_offline")
+    assert (off["topic"], off["partition"]) == ("__consumer_offsets", 40)
+    assert [(r["broker"], r["broker_epoch"]) for r in only(evs, "broker_registered")] == [
+        (0, 0), (0, 0)]
+    times = [e["ts_us"] for e in evs]
+    assert times == sorted(times)   # files merged by time
+
+
+def test_what_is_not_understood_is_counted_and_sampled_never_dropped(tmp_path: Path) -> None:
+    header, evs = imported(tmp_path, "01-kafka7165-zk-session-expired-isr-shrink.log",
+                           "07-kafka-junit-notenoughreplicas-min-isr.log")
+    imp = header["imported"]
+    # the KAFKA-7165 paste redacted its partition names (spaces inside the brackets), and the
+    # kafka-junit paste has no timestamps (an slf4j layout): both said, neither guessed
+    assert evs == []
+    assert imp["unparsed_replication_like"] == 5 and len(imp["samples"]) == 5
+    assert "Shrinking ISR from 1,3,4,2 to 1,4,2" in imp["samples"][0]
+    assert imp["unframed_lines"] >= 7
+
+
+def test_an_imported_trace_is_never_given_a_verdict(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.jsonl"
+    import_logs([str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")], str(out))
+    result = check_file(out)
+    assert result.imported and result.to_json_dict()["expect_met"] is None
+    assert result.to_json_dict()["anomalies"]["lost_acked_write"] is None
+    from traces.checker import main as check_main
+    assert check_main([str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "not available for imported traces" in text and "expect met" not in text
+
+
+def test_every_kind_cites_its_source() -> None:
+    assert len({k.name for k in KINDS}) == len(KINDS) >= 17
+    for k in KINDS:
+        assert ".scala" in k.source or ".java" in k.source, k.name
+        assert any(c.isdigit() for c in k.source), k.name   # the releases
+
+
+def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path: Path) -> None:
+    def isrlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "emulator.cli", "import", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    binary = tmp_path / "x.log"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    existing = tmp_path / "kept.jsonl"
+    existing.write_text("precious")
+    good = str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")
+    for args, words in (((str(binary), "--out", str(tmp_path / "a.jsonl")), "binary"),
+                        ((good, "--out", str(existing)), "exists"),
+                        ((good, "--out", good), "one of the inputs"),
+                        ((str(tmp_path / "nope.log"), "--out", str(tmp_path / "b.jsonl")),
+                         "no such file"),
+                        ((good, "--tz", "Mars/Olympus", "--out", str(tmp_path / "c.jsonl")),
+                         "--tz")):
+        proc = isrlab(*args)
+        err = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(err) == 1 and words in err[0], (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert existing.read_text() == "precious"
+    # a gzip cut in the middle: the lines before the cut are imported
+    text = b"".join(path.read_bytes() for path in sorted(LOGS.glob("*.log")))
+    data = gzip.compress(text, compresslevel=1)
+    cut = tmp_path / "server.log.1.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    assert main([str(cut), "--out", str(tmp_path / "g.jsonl")]) == 0
+    with iter_events(tmp_path / "g.jsonl") as evs:
+        header = next(evs)
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(text)
+    assert main([str(whole), "--out", str(tmp_path / "w.jsonl")]) == 0
+    with iter_events(tmp_path / "w.jsonl") as evs:
+        full = next(evs)
+    assert 0 < header["imported"]["parsed"] < full["imported"]["parsed"]
+    assert json.dumps(header["imported"]["files"]).count("server.log.1.gz") == 1
+
+
+def test_show_explain_and_report_read_an_imported_trace(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from report import cli as report
+    from traces.explain import main as explain_main
+    from traces.show import main as show_main
+    out = tmp_path / "t.jsonl"
+    import_logs([str(LOGS / "03-automq-kraft-controller-fencing-unclean.log"),
+                 str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")], str(out))
+    assert show_main([str(out), "--events", "leader_elected"]) == 0
+    assert "testOther-1 leader r0 epoch 86 isr [0] (unclean)" in capsys.readouterr().out
+    assert explain_main([str(out)]) == 0
+    capsys.readouterr()
+    assert report.main([str(out), "-o", str(tmp_path / "r.html")]) == 0
+    assert "imported, no verdict" in capsys.readouterr().out
+    assert "no verdict" in (tmp_path / "r.html").read_text()

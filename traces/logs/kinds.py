@@ -1,0 +1,403 @@
+"""The replication messages of Kafka's logs that ``isrlab import`` understands.
+
+One :class:`Kind` per format string of Kafka's source — each cites the file, the method and
+the releases whose wording it matches (read in ``apache/kafka`` at those tags) — with a
+regular expression over the record's message and a builder that turns a match into trace
+events of ``traces.schema``. Events carry only what the line says: a field the line does not
+give is absent, never zero.
+
+The message's own prefix (the ``logIdent`` of the class that logged it) names the broker and
+the partition where it can: ``[Partition t-0 broker=1]`` (``Partition``, 1.1+), ``Partition
+[t,0] on broker 1:`` (0.10–1.0), ``[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]``
+(2.x fetcher threads), ``[Controller id=1 epoch=12]`` / ``[Controller 3]:`` (ZooKeeper
+controller), ``[Controller 0]`` / ``[QuorumController id=0]`` (KRaft), ``[Log partition=t-0,
+dir=...]`` / ``[UnifiedLog partition=...]`` / ``[LocalLog partition=...]`` (the log: no broker
+id — the importer's ``--broker`` or the file's context supply it), ``[Broker id=1]``
+(``ReplicaManager``'s state-change lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from traces.logs.lines import Record
+
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What a message's logIdent says, and the message after it."""
+
+    rest: str
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    controller: bool = False
+    leader: int | None = None
+
+
+_PREFIXES: Final = (
+    # [Partition t-0 broker=1] (Partition.logIdent, 1.1+)
+    (re.compile(r"^\[Partition (?P<tp>\S+) broker=(?P<b>\d+)\]\s*"), "tp"),
+    # Partition [t,0] on broker 1: (Partition, 0.10-1.0)
+    (re.compile(r"^Partition \[(?P<t>[^,\]]+),(?P<p>\d+)\] on broker (?P<b>\d+):\s*"), "t,p"),
+    (re.compile(r"^\[ReplicaFetcher replicaId=(?P<b>\d+), leaderId=(?P<l>\d+), "
+                r"fetcherId=\d+\]\s*"), "fetcher"),
+    (re.compile(r"^\[ReplicaFetcherThread-\d+-(?P<l>\d+)\],?\s*"), "fetcher"),
+    (re.compile(r"^\[(?:Log|UnifiedLog|LocalLog) partition=(?P<tp>[^,\]]+), dir=[^\]]*\]\s*"),
+     "tp"),
+    (re.compile(r"^\[Controller id=(?P<b>\d+)(?: epoch=\d+)?\]:?\s*"), "controller"),
+    (re.compile(r"^\[Controller (?P<b>\d+)\]:?\s*"), "controller"),
+    (re.compile(r"^\[QuorumController id=(?P<b>\d+)\]\s*"), "controller"),
+    (re.compile(r"^\[BrokerChangeListener on Controller (?P<b>\d+)\]:\s*"), "controller"),
+    (re.compile(r"^\[Broker id=(?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[ReplicaManager broker=(?P<b>\d+)\]\s*"), ""),
+)
+
+
+def split_tp(text: str) -> tuple[str, int] | None:
+    """``orders-0`` or ``[orders,0]`` as (topic, partition)."""
+    m = re.fullmatch(r"\[([^,\]]+),(\d+)\]", text)
+    if m:
+        return m.group(1), int(m.group(2))
+    topic, dash, p = text.rpartition("-")
+    if dash and topic and p.isdigit():
+        return topic, int(p)
+    return None
+
+
+def prefix_of(message: str) -> Prefix:
+    for rx, how in _PREFIXES:
+        m = rx.match(message)
+        if m is None:
+            continue
+        g = m.groupdict()
+        broker = int(g["b"]) if g.get("b") else None
+        topic = partition = None
+        if how == "tp":
+            tp = split_tp(g["tp"])
+            if tp:
+                topic, partition = tp
+        elif how == "t,p":
+            topic, partition = g["t"], int(g["p"])
+        return Prefix(message[m.end():], broker, topic, partition, how == "controller",
+                      int(g["l"]) if g.get("l") else None)
+    return Prefix(message)
+
+
+def _ids(text: str | None) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", text or "")]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One format string of Kafka's source, recognised in a message (after its prefix)."""
+
+    name: str
+    #: file, method and the releases whose wording this matches
+    source: str
+    pattern: re.Pattern[str]
+    #: (match, prefix, record) -> events without seq/ts/node (the importer adds them)
+    build: Callable[[re.Match[str], Prefix, Record], list[Event]]
+    #: the logger class names that may log it (None: any)
+    loggers: tuple[str, ...] | None = None
+
+
+def _tp(m: re.Match[str], pre: Prefix) -> tuple[str | None, int | None]:
+    g = m.groupdict()
+    if g.get("tp"):
+        tp = split_tp(g["tp"])
+        if tp:
+            return tp
+    return pre.topic, pre.partition
+
+
+def _isr_change(reason: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
+    def build(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+        topic, partition = _tp(m, pre)
+        ev: Event = {"event": "isr_change", "topic": topic, "partition": partition,
+                     "old": _ids(m.group("old")), "new": _ids(m.group("new")),
+                     "reason": reason, "replica": pre.broker}
+        g = m.groupdict()
+        if g.get("hw"):
+            ev["hw"] = int(g["hw"])
+        if g.get("leo"):
+            ev["leo"] = int(g["leo"])
+        return [ev]
+    return build
+
+
+def _isr_updated(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "isr_change", "topic": pre.topic, "partition": pre.partition,
+             "new": _ids(m.group("isr")), "reason": "updated", "replica": pre.broker,
+             "partition_epoch": int(m.group("v"))}]
+
+
+def _zk_stale(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "isr_update_skipped", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "partition_epoch": int(m.group("v")),
+             "reason": "cached zkVersion not equal to ZooKeeper's"}]
+
+
+def _become_leader(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    ev: Event = {"event": "become_leader", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "leader_epoch": int(m.group("e")),
+                 "leso": int(m.group("o")), "previous_leader_epoch": int(m.group("prev"))}
+    if m.group("hw"):
+        ev["hw"] = int(m.group("hw"))
+    return [ev]
+
+
+def _truncate(reason: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
+    def build(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+        topic, partition = _tp(m, pre)
+        return [{"event": "log_truncate", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "new_leo": int(m.group("o")), "reason": reason}]
+    return build
+
+
+def _noop(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return []
+
+
+def _log_start(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    ev: Event = {"event": "log_start_offset_update", "topic": pre.topic,
+                 "partition": pre.partition, "replica": pre.broker, "new": int(m.group("o"))}
+    if m.group("why"):
+        ev["reason"] = m.group("why")
+    return [ev]
+
+
+def _segment_delete(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "segment_delete", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "base_offset": int(m.group("base")),
+             "reason": m.group("why").strip()}]
+
+
+def _recovering(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "log_recovery", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "unflushed_segment": int(m.group("base"))}]
+
+
+def _broker_change(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    ev: Event = {"event": "broker_change", "added": _ids(m.group("added")),
+                 "deleted": _ids(m.group("deleted")), "live": _ids(m.group("live"))}
+    if m.group("bounced") is not None:
+        ev["bounced"] = _ids(m.group("bounced"))
+    out = [ev]
+    out += [{"event": "broker_fenced", "broker": b, "reason": "zookeeper session gone"}
+            for b in ev["deleted"]]
+    return out
+
+
+def _offline_failed(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    return [{"event": "partition_offline", "topic": tp[0], "partition": tp[1],
+             "reason": "election failed"}]
+
+
+def _fenced(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "broker_fenced", "broker": int(m.group("b")),
+             "reason": "session_timeout"}]
+
+
+def _registered(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    body = m.group("record")
+    b = re.search(r"brokerId=(\d+)", body)
+    ep = re.search(r"brokerEpoch=(\d+)", body)
+    if b is None:
+        return []
+    ev: Event = {"event": "broker_registered", "broker": int(b.group(1))}
+    if ep:
+        ev["broker_epoch"] = int(ep.group(1))
+    return [ev]
+
+
+def _kraft_change(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    diff = m.group("diff")
+    out: list[Event] = []
+    isr = re.search(r"isr: \[([\d, ]*)\] -> \[([\d, ]*)\]", diff)
+    leader = re.search(r"leader: (-?\d+) -> (-?\d+)", diff)
+    epoch = re.search(r"leaderEpoch: (\d+) -> (\d+)", diff)
+    pepoch = re.search(r"partitionEpoch: (\d+) -> (\d+)", diff)
+    if isr:
+        ev: Event = {"event": "isr_change", "topic": tp[0], "partition": tp[1],
+                     "old": _ids(isr.group(1)), "new": _ids(isr.group(2)),
+                     "reason": "unclean_election" if m.group("unclean") else "controller"}
+        if pepoch:
+            ev["partition_epoch"] = int(pepoch.group(2))
+        out.append(ev)
+    if leader:
+        ev = {"event": "leader_elected", "topic": tp[0], "partition": tp[1],
+              "leader": int(leader.group(2)),
+              "election": "unclean" if m.group("unclean") else "controller"}
+        if epoch:
+            ev["leader_epoch"] = int(epoch.group(2))
+        if isr:
+            ev["isr"] = _ids(isr.group(2))
+        out.append(ev)
+    return out
+
+
+def _not_enough(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp") or m.group("tp2"))
+    if tp is None:
+        return []
+    ev: Event = {"event": "append_rejected", "topic": tp[0], "partition": tp[1],
+                 "replica": pre.broker, "min_isr": int(m.group("min") or m.group("min2")),
+                 "error": "NOT_ENOUGH_REPLICAS"}
+    if m.group("isr") is not None:
+        ev["isr"] = _ids(m.group("isr"))
+    if m.group("n") is not None:
+        ev["isr_size"] = int(m.group("n"))
+    return [ev]
+
+
+_TP: Final = r"(?P<tp>\[[^,\]]+,\d+\]|\S+-\d+)"
+
+#: Every kind, most specific first (the first whose pattern matches wins).
+KINDS: Final[tuple[Kind, ...]] = (
+    Kind("isr_shrink", "core/.../cluster/Partition.scala, Partition.maybeShrinkIsr: "
+         "'Shrinking ISR for partition [%s,%d] from %s to %s' (0.10.2.2); 'Shrinking ISR from "
+         "%s to %s' (1.1.1); '... Leader: (highWatermark: %d, endOffset: %d). Out of sync "
+         "replicas: %s.' (2.4.1); s\"Shrinking ISR from ... to $newIsrLog. \" (2.8.2, 3.7.1)",
+         re.compile(r"^Shrinking ISR (?:for partition " + _TP + r" )?from (?P<old>[\d,]+) to "
+                    r"(?P<new>[\d,]*)(?:\.\s+Leader: \(highWatermark: (?P<hw>\d+), endOffset: "
+                    r"(?P<leo>\d+)\))?"),
+         _isr_change("shrink")),
+    Kind("isr_expand", "core/.../cluster/Partition.scala, Partition.maybeExpandIsr: "
+         "s\"Expanding ISR for partition $topicPartition from ...\" (0.10.2.2); s\"Expanding "
+         "ISR from ... to ...\" (1.1.1, 2.4.1)",
+         re.compile(r"^Expanding ISR (?:for partition " + _TP + r" )?from (?P<old>[\d,]+) to "
+                    r"(?P<new>[\d,]*)"),
+         _isr_change("expand")),
+    Kind("isr_updated", "core/.../cluster/Partition.scala, Partition.updateIsr / "
+         "handleAlterPartitionUpdate: 'ISR updated to [%s] and zkVersion updated to [%d]' "
+         "(0.10.2.2, 1.1.1: trace; 2.4.1: info); s\"ISR updated to ... and version updated to "
+         "[$zkVersion]\" (2.8.2); '... (under-min-isr) ...' (3.7.1)",
+         re.compile(r"^ISR updated to \[?(?P<isr>[\d,]*)\]?\s*(?:\(under-min-isr\))?\s*and "
+                    r"(?:zkVersion|version) updated to \[?(?P<v>\d+)\]?"),
+         _isr_updated),
+    Kind("zk_version_stale", "core/.../cluster/Partition.scala, Partition.updateIsr: 'Cached "
+         "zkVersion [%d] not equal to that in zookeeper, skip updating ISR' (0.10.2.2, 1.1.1);"
+         " s\"Cached zkVersion $zkVersion not equal ...\" (2.4.1)",
+         re.compile(r"^Cached zkVersion \[?(?P<v>\d+)\]? not equal to that in zookeeper, skip "
+                    r"updating ISR"),
+         _zk_stale),
+    Kind("become_leader", "core/.../cluster/Partition.scala, Partition.makeLeader: '%s starts "
+         "at Leader Epoch %d from offset %d. Previous Leader Epoch was: %d' (1.1.1); "
+         "s\"$topicPartition starts at leader epoch ... from offset ... with high watermark "
+         "... Previous leader epoch was ...\" (2.4.1)",
+         re.compile(r"^" + _TP + r" starts at [Ll]eader [Ee]poch (?P<e>\d+) from offset "
+                    r"(?P<o>\d+)(?: with high watermark (?P<hw>\d+))?.*?[Pp]revious [Ll]eader "
+                    r"[Ee]poch was:? (?P<prev>-?\d+)"),
+         _become_leader),
+    Kind("truncate_no_effect", "core/.../log/Log.scala, Log.truncateTo: 'Truncating %s to %d "
+         "has no effect as the largest offset in the log is %d.' (0.10.2.2); s\"Truncating to "
+         "$targetOffset has no effect ...\" (2.4.1)",
+         re.compile(r"^Truncating (?:\S+ )?to (?P<o>\d+) has no effect as the largest offset "
+                    r"in the log is (?P<max>-?\d+)"),
+         _noop),
+    Kind("truncate", "core/.../log/Log.scala, Log.truncateTo: s\"Truncating to offset "
+         "$targetOffset\" (2.4.1)",
+         re.compile(r"^Truncating to offset (?P<o>\d+)"),
+         _truncate("truncate")),
+    Kind("truncate_to_hw", "core/.../server/AbstractFetcherThread.scala, "
+         "truncateToHighWatermark: s\"Truncating partition $tp to local high watermark "
+         "$highWatermark\" (2.4.1)",
+         re.compile(r"^Truncating partition " + _TP + r" to local high watermark (?P<o>\d+)"),
+         _truncate("high_watermark")),
+    Kind("log_start_offset", "core/.../log/Log.scala, Log.maybeIncrementLogStartOffset: "
+         "s\"Incrementing log start offset to $newLogStartOffset\" (2.4.1); "
+         "core/.../log/UnifiedLog.scala: s\"Incremented log start offset to ... due to "
+         "$reason\" (3.7.1)",
+         re.compile(r"^Increment(?:ing|ed) log start offset to (?P<o>\d+)"
+                    r"(?: due to (?P<why>.+?))?\.?$"),
+         _log_start),
+    Kind("segment_delete", "core/.../log/UnifiedLog.scala, deleteRetentionMsBreachedSegments"
+         " / deleteRetentionSizeBreachedSegments: s\"Deleting segment $segment due to log "
+         "retention time ...\" (3.7.1; Log.scala in 2.6+)",
+         re.compile(r"^Deleting segment LogSegment\(baseOffset=(?P<base>\d+)[^)]*\)\)? due to "
+                    r"(?P<why>.+)$"),
+         _segment_delete),
+    Kind("recovering_segment", "core/.../log/LogLoader.scala, recoverLog: s\"Recovering "
+         "unflushed segment ${segment.baseOffset}. ...\" (3.7.1; Log.scala before)",
+         re.compile(r"^Recovering unflushed segment (?P<base>\d+)"),
+         _recovering),
+    Kind("broker_change", "core/.../controller/ReplicaStateMachine.scala, "
+         "BrokerChangeListener: 'Newly added brokers: %s, deleted brokers: %s, all live "
+         "brokers: %s' (0.10.2.2); core/.../controller/KafkaController.scala: s\"Newly added "
+         "brokers: ..., deleted brokers: ..., bounced brokers: ..., all live brokers: ...\" "
+         "(2.4.1)",
+         re.compile(r"^Newly added brokers: (?P<added>[\d,]*), deleted brokers: "
+                    r"(?P<deleted>[\d,]*), (?:bounced brokers: (?P<bounced>[\d,]*), )?all "
+                    r"live brokers: (?P<live>[\d,]*)"),
+         _broker_change),
+    Kind("offline_election_failed", "core/.../controller/PartitionStateMachine.scala, "
+         "logFailedStateChange: s\"Controller $controllerId epoch ... failed to change state "
+         "for partition $partition from OfflinePartition to OnlinePartition\" (2.4.1)",
+         re.compile(r"^Controller \d+ epoch \d+ failed to change state for partition "
+                    + _TP + r" from OfflinePartition to OnlinePartition"),
+         _offline_failed),
+    Kind("broker_fenced", "metadata/.../controller/ReplicationControlManager.java, "
+         "fenceStaleBrokers: \"Fencing broker {} because its session has timed out.\" (3.7.1)",
+         re.compile(r"^Fencing broker (?P<b>\d+) because its session has timed out"),
+         _fenced),
+    Kind("broker_registered", "metadata/.../controller/ClusterControlManager.java, "
+         "replay(RegisterBrokerRecord): \"Registered new broker: {}\" / \"Re-registered broker "
+         "incarnation: {}\" (3.1.0)",
+         re.compile(r"^(?:Registered new broker|Re-registered broker incarnation): "
+                    r"(?P<record>RegisterBrokerRecord\(.*)$"),
+         _registered),
+    Kind("kraft_partition_change", "metadata/.../metadata/PartitionRegistration.java, "
+         "maybeLogPartitionChange: \"UNCLEAN partition change for {}: {}\" (info) / "
+         "\"partition change for {}: {}\" (debug) (3.7.1)",
+         re.compile(r"^(?P<unclean>UNCLEAN )?partition change for (?P<tp>\S+-\d+)"
+                    r"(?: with topic ID \S+)?: (?P<diff>.*)$"),
+         _kraft_change),
+    Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
+         "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
+         "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
+         "satisfy the min.isr requirement of $minIsr for partition $topicPartition\" (2.4.1)",
+         re.compile(r"(?:The size of the current ISR (?P<isr>.*?) is insufficient to satisfy "
+                    r"the min\.isr requirement of (?P<min>\d+) for partition (?P<tp>\S+-\d+)"
+                    r"|Number of insync replicas for partition (?P<tp2>\S+-\d+) is "
+                    r"\[(?P<n>\d+)\], below required minimum \[(?P<min2>\d+)\])"),
+         _not_enough),
+)
+
+#: Words that make an unparsed record look like a replication message (counted, sampled).
+REPLICATION_WORDS: Final = re.compile(
+    r"\bISR\b|[Ll]eader [Ee]poch|[Tt]runcat|high watermark|log start offset|[Ff]ence|"
+    r"[Ee]lect|OnlinePartition|OfflinePartition|LeaderAndIsr|AlterPartition|zkVersion|"
+    r"min\.isr|NotEnoughReplicas|[Rr]eplica")
+
+
+def match(rec: Record) -> tuple[Kind, list[Event]] | None:
+    """The kind of a record and its events, or None when no kind matches."""
+    pre = prefix_of(rec.message)
+    for kind in KINDS:
+        m = kind.pattern.search(pre.rest) if kind.name == "not_enough_replicas" else (
+            kind.pattern.match(pre.rest))
+        if m is None and kind.name == "not_enough_replicas":
+            for line in rec.extra[:2]:   # the exception's message follows the ERROR line
+                m = kind.pattern.search(line)
+                if m:
+                    break
+        if m is not None:
+            events = kind.build(m, pre, rec)
+            if pre.controller:   # the controller's own decision, whatever broker it names
+                for ev in events:
+                    ev["_controller"] = True
+            return kind, events
+    return None
