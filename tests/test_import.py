@@ -227,3 +227,88 @@ def test_show_explain_and_report_read_an_imported_trace(tmp_path: Path,
     assert report.main([str(out), "-o", str(tmp_path / "r.html")]) == 0
     assert "imported, no verdict" in capsys.readouterr().out
     assert "no verdict" in (tmp_path / "r.html").read_text()
+
+
+def test_a_0_9_follower_resetting_its_fetch_offset_to_the_leaders_start(tmp_path: Path) -> None:
+    """KAFKA-3123 (0.9): ``Replica 177775588 for partition [EventLogs4,1] reset its fetch
+    offset from 0 to current leader 169595708's start offset 334086``: the follower's log is
+    emptied and restarts at the leader's log start."""
+    _, evs = imported(tmp_path, "31-kafka3123-follower-offset-out-of-range-09.log")
+    [cut] = only(evs, "log_truncate")
+    assert (cut["topic"], cut["partition"], cut["replica"], cut["old_leo"], cut["new_leo"],
+            cut["reason"], cut["to"]) == ("EventLogs4", 1, 177775588, 0, 334086,
+                                          "offset_out_of_range", "start")
+
+
+# Kinds with no public example found: lines written from the format string of the release
+# cited (the source named in each kind's ``source``), with made-up values only.
+FROM_FORMAT = [
+    # core/src/main/scala/kafka/cluster/Partition.scala, makeFollower, 2.8.2 (StateChangeLogger
+    # prefix "[Broker id=N] ")
+    ("[2021-03-01 10:00:00,000] INFO [Broker id=2] Follower orders-0 starts at leader epoch 5 "
+     "from offset 120 with high watermark 118. Previous leader epoch was 4. (state.change.logger)",
+     "become_follower", {"topic": "orders", "partition": 0, "replica": 2, "leader_epoch": 5,
+                         "leo": 120, "hw": 118}),
+    # same, 3.7.1
+    ("[2024-03-01 10:00:00,000] INFO [Broker id=3] Follower orders-1 starts at leader epoch 9 "
+     "from offset 40 with partition epoch 12 and high watermark 38. Current leader is 1. "
+     "Previous leader Some(3) and previous leader epoch was 8. (state.change.logger)",
+     "become_follower", {"partition": 1, "replica": 3, "leader": 1, "partition_epoch": 12}),
+    # Partition.makeLeader, 3.7.1
+    ("[2024-03-01 10:00:00,000] INFO [Broker id=1] Leader orders-0 with topic id "
+     "Fs3yVbY9S2qtNEF8A-xMSA starts at leader epoch 7 from offset 200 with partition epoch 9, "
+     "high watermark 198, ISR [1,2], adding replicas [] and removing replicas [] . Previous "
+     "leader Some(2) and previous leader epoch was 6. (state.change.logger)",
+     "become_leader", {"replica": 1, "leader_epoch": 7, "leso": 200, "hw": 198,
+                       "partition_epoch": 9, "isr": [1, 2], "previous_leader_epoch": 6}),
+    # Partition.updateIsr / handleAlterPartitionUpdate, 3.7.1
+    ("[2024-03-01 10:00:00,000] INFO [Partition orders-0 broker=1] ISR updated to 1 "
+     "(under-min-isr) and version updated to 14 (kafka.cluster.Partition)",
+     "isr_change", {"new": [1], "reason": "updated", "partition_epoch": 14}),
+    # ReplicaFetcherThread.truncate, 2.4.1
+    ("[2020-03-01 10:00:00,000] WARN [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+     "Truncating orders-0 to offset 90 below high watermark 100 "
+     "(kafka.server.ReplicaFetcherThread)",
+     "log_truncate", {"replica": 2, "new_leo": 90, "hw": 100, "reason": "below_high_watermark"}),
+    # AbstractFetcherThread.handleOutOfRangeError, 2.8.2
+    ("[2021-03-01 10:00:00,000] INFO [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] "
+     "Current offset 500 for partition orders-2 is out of range, which typically implies a "
+     "leader change. Reset fetch offset to 450 (kafka.server.ReplicaFetcherThread)",
+     "fetch_offset_reset", {"partition": 2, "replica": 3, "old": 500, "new": 450}),
+    # AbstractFetcherThread.fetchOffsetAndTruncate, 2.4.1
+    ("[2020-03-01 10:00:00,000] WARN [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] "
+     "Reset fetch offset for partition orders-2 from 500 to current leader's latest offset 450 "
+     "(kafka.server.ReplicaFetcherThread)",
+     "log_truncate", {"replica": 3, "old_leo": 500, "new_leo": 450, "to": "latest"}),
+    # PartitionStateMachine (state-change.log), 2.8.2; LeaderAndIsr.toString of 2.8.2
+    ("[2021-03-01 10:00:00,000] INFO [Controller id=1 epoch=3] Changed partition orders-0 from "
+     "OfflinePartition to OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=5, "
+     "isr=List(2), zkVersion=7) (state.change.logger)",
+     "leader_elected", {"leader": 2, "leader_epoch": 5, "isr": [2], "partition_epoch": 7,
+                        "election": "OfflinePartition->OnlinePartition"}),
+    # same, 3.7.1 (LeaderAndIsr with isrWithBrokerEpoch)
+    ("[2024-03-01 10:00:00,000] INFO [Controller id=1 epoch=3] Changed partition orders-0 from "
+     "OnlinePartition to OnlinePartition with state LeaderAndIsr(leader=3, leaderEpoch=6, "
+     "isrWithBrokerEpoch=List(BrokerState(brokerId=3, brokerEpoch=-1), BrokerState(brokerId=1, "
+     "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=8) (state.change.logger)",
+     "leader_elected", {"leader": 3, "isr": [3, 1], "partition_epoch": 8}),
+    # BrokerHeartbeatManager, 3.7.1
+    ("[2024-03-01 10:00:00,000] INFO [QuorumController id=0] The request from broker 2 to "
+     "unfence has been granted because it has caught up with the offset of its register "
+     "broker record 1234. (org.apache.kafka.controller.BrokerHeartbeatManager)",
+     "broker_unfenced", {"broker": 2}),
+]
+
+
+@pytest.mark.parametrize("line, event, facts", FROM_FORMAT)
+def test_kinds_known_from_their_format_strings(tmp_path: Path, line: str, event: str,
+                                               facts: dict[str, Any]) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(line + "\n")
+    out = tmp_path / "t.jsonl"
+    import_logs([str(log)], str(out))
+    with iter_events(out) as events:
+        evs = [e for e in events if e["event"] == event]
+    assert len(evs) == 1, evs
+    for k, v in facts.items():
+        assert evs[0][k] == v, (k, evs[0])

@@ -128,6 +128,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "isr_update_skipped": ("topic", "partition", "replica", "partition_epoch", "reason"),
     "append_rejected": ("topic", "partition", "error"),
     "broker_change": ("added", "deleted", "live"),
+    "fetch_offset_reset": ("topic", "partition", "old", "new"),
     # end of run
     "final_log": (
         "topic", "partition", "replica", "log_start_offset", "hw", "leo", "leader_epoch",

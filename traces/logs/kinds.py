@@ -150,7 +150,93 @@ def _become_leader(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
                  "leso": int(m.group("o")), "previous_leader_epoch": int(m.group("prev"))}
     if m.group("hw"):
         ev["hw"] = int(m.group("hw"))
+    if m.group("pe"):
+        ev["partition_epoch"] = int(m.group("pe"))
+    if m.group("isr") is not None:
+        ev["isr"] = _ids(m.group("isr"))
     return [ev]
+
+
+def _become_follower(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    ev: Event = {"event": "become_follower", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "leader_epoch": int(m.group("e")),
+                 "leo": int(m.group("o")), "hw": int(m.group("hw"))}
+    if m.group("pe"):
+        ev["partition_epoch"] = int(m.group("pe"))
+    if m.group("leader") is not None:
+        ev["leader"] = int(m.group("leader"))
+    return [ev]
+
+
+def _state_change(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    frm, to = m.group("from"), m.group("to")
+    ev: Event = {"event": "leader_elected", "topic": tp[0], "partition": tp[1],
+                 "election": f"{frm}->{to}"}
+    body = m.group("state") or ""
+    leader = re.search(r"leader=(-?\d+)", body) or (
+        re.match(r"(-?\d+)$", m.group("leader") or ""))
+    epoch = re.search(r"leaderEpoch=(\d+)", body)
+    # LeaderAndIsr.toString: isr=List(1, 2) (2.8.2), isrWithBrokerEpoch=List(BrokerState(
+    # brokerId=1, brokerEpoch=-1), ...) (3.7.1)
+    isr_list = re.search(r"isr=List\(([\d, ]*)\)", body)
+    isr = (_ids(isr_list.group(1)) if isr_list else
+           [int(x) for x in re.findall(r"brokerId=(\d+)", body)]
+           if "isrWithBrokerEpoch=" in body else None)
+    pe = re.search(r"(?:zkVersion|partitionEpoch)=(\d+)", body)
+    if leader is None:
+        return []
+    ev["leader"] = int(leader.group(1))
+    if epoch:
+        ev["leader_epoch"] = int(epoch.group(1))
+    if isr is not None:
+        ev["isr"] = isr
+    if pe:
+        ev["partition_epoch"] = int(pe.group(1))
+    return [ev]
+
+
+def _unfenced(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    if m.group("b") is not None:
+        return [{"event": "broker_unfenced", "broker": int(m.group("b"))}]
+    found = re.search(r"\bid=(\d+)", m.group("record") or "")
+    return [{"event": "broker_unfenced", "broker": int(found.group(1))}] if found else []
+
+
+def _fetch_reset(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    return [{"event": "log_truncate", "topic": topic, "partition": partition,
+             "replica": int(m.group("r")) if m.group("r") else pre.broker,
+             "old_leo": int(m.group("old")), "new_leo": int(m.group("new")),
+             "reason": "offset_out_of_range", "to": m.group("to")}]
+
+
+def _out_of_range(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    return [{"event": "fetch_offset_reset", "topic": topic, "partition": partition,
+             "replica": pre.broker, "old": int(m.group("old")), "new": int(m.group("new"))}]
+
+
+def _fetch_reset_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    """Both wordings of a fetch offset reset (0.10's names the replica, later ones do not)."""
+    if m.group("tp2") is not None:
+        tp = split_tp(m.group("tp2"))
+        topic, partition = tp if tp else (pre.topic, pre.partition)
+        return [{"event": "log_truncate", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "old_leo": int(m.group("old2")),
+                 "new_leo": int(m.group("new2")), "reason": "offset_out_of_range",
+                 "to": m.group("to2")}]
+    return _fetch_reset(m, pre, rec)
+
+
+def _below_hw(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    return [{"event": "log_truncate", "topic": topic, "partition": partition,
+             "replica": pre.broker, "new_leo": int(m.group("o")), "hw": int(m.group("hw")),
+             "reason": "below_high_watermark"}]
 
 
 def _truncate(reason: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
@@ -298,10 +384,20 @@ KINDS: Final[tuple[Kind, ...]] = (
          "at Leader Epoch %d from offset %d. Previous Leader Epoch was: %d' (1.1.1); "
          "s\"$topicPartition starts at leader epoch ... from offset ... with high watermark "
          "... Previous leader epoch was ...\" (2.4.1)",
-         re.compile(r"^" + _TP + r" starts at [Ll]eader [Ee]poch (?P<e>\d+) from offset "
-                    r"(?P<o>\d+)(?: with high watermark (?P<hw>\d+))?.*?[Pp]revious [Ll]eader "
-                    r"[Ee]poch was:? (?P<prev>-?\d+)"),
+         re.compile(r"^(?:Leader )?" + _TP + r" (?:with topic id \S+ )?starts at [Ll]eader "
+                    r"[Ee]poch (?P<e>\d+) from offset (?P<o>\d+)(?: with (?:partition epoch "
+                    r"(?P<pe>\d+), )?high watermark (?P<hw>\d+))?(?:,? ISR \[(?P<isr>[\d,]*)\])?"
+                    r".*?[Pp]revious [Ll]eader (?:\S+ and previous leader )?[Ee]poch was:? "
+                    r"(?P<prev>-?\d+)"),
          _become_leader),
+    Kind("become_follower", "core/.../cluster/Partition.scala, Partition.makeFollower "
+         "(state-change.log): s\"Follower $topicPartition starts at leader epoch ... from "
+         "offset ... with high watermark ...\" (2.8.2); \"... with partition epoch ... and high "
+         "watermark ... Current leader is ... \" (3.5.2, 3.7.1, trunk)",
+         re.compile(r"^Follower " + _TP + r" starts at leader epoch (?P<e>\d+) from offset "
+                    r"(?P<o>\d+) with (?:partition epoch (?P<pe>\d+) and )?high watermark "
+                    r"(?P<hw>\d+)\.(?: Current leader is (?P<leader>-?\d+)\.)?"),
+         _become_follower),
     Kind("truncate_no_effect", "core/.../log/Log.scala, Log.truncateTo: 'Truncating %s to %d "
          "has no effect as the largest offset in the log is %d.' (0.10.2.2); s\"Truncating to "
          "$targetOffset has no effect ...\" (2.4.1)",
@@ -365,6 +461,47 @@ KINDS: Final[tuple[Kind, ...]] = (
          re.compile(r"^(?P<unclean>UNCLEAN )?partition change for (?P<tp>\S+-\d+)"
                     r"(?: with topic ID \S+)?: (?P<diff>.*)$"),
          _kraft_change),
+    Kind("truncate_below_hw", "core/.../server/ReplicaFetcherThread.scala, truncate: "
+         "s\"Truncating $tp to offset ... below high watermark ...\" (warn; 2.0.1, 2.4.1, 2.8.2, "
+         "3.5.2, 3.7.1, trunk)",
+         re.compile(r"^Truncating " + _TP + r" to offset (?P<o>\d+) below high watermark "
+                    r"(?P<hw>\d+)"),
+         _below_hw),
+    Kind("fetch_offset_reset", "core/.../server/AbstractFetcherThread.scala, "
+         "handleOutOfRangeError: 'Current offset %d for partition [%s,%d] out of range; reset "
+         "offset to %d' (0.10.2.2); s\"Current offset ... for partition ... is out of range, "
+         "which typically implies a leader change. Reset fetch offset to ...\" (1.1.1 - trunk)",
+         re.compile(r"^Current offset (?P<old>\d+) for partition " + _TP + r" (?:is )?out of "
+                    r"range(?:, which typically implies a leader change\. Reset fetch offset|; "
+                    r"reset offset) to (?P<new>\d+)"),
+         _out_of_range),
+    Kind("fetch_offset_truncate", "core/.../server/ReplicaFetcherThread.scala / "
+         "AbstractFetcherThread.fetchOffsetAndTruncate: 'Replica %d for partition %s reset its "
+         "fetch offset from %d to current leader %d's latest|start offset %d' (0.10.2.2); "
+         "s\"Reset fetch offset for partition ... from ... to current leader's latest|start "
+         "offset ...\" (1.1.1 - 3.5.2); s\"Truncate fully and reset fetch offset for partition "
+         "... from ... to the current leader's start offset ...\" (3.7.1, trunk)",
+         re.compile(r"^(?:Replica (?P<r>\d+) for partition " + _TP + r" reset its fetch offset "
+                    r"from (?P<old>\d+) to current leader \d+'s (?P<to>latest|start) offset "
+                    r"(?P<new>\d+)|(?:Truncate fully and r|R)eset fetch offset for partition "
+                    r"(?P<tp2>\S+) from (?P<old2>\d+) to (?:the )?current leader's "
+                    r"(?P<to2>latest|start) offset (?P<new2>\d+))"),
+         lambda m, pre, rec: _fetch_reset_any(m, pre, rec)),
+    Kind("state_change_online", "core/.../controller/PartitionStateMachine.scala "
+         "(state-change.log): 'Controller %d epoch %d changed partition %s from %s to %s with "
+         "leader %d' (0.10.2.2, trace); s\"Changed partition $partition from ... to ... with "
+         "state ...leaderAndIsr\" (1.1.1 - 2.4.1 trace; 2.8.2 - trunk info)",
+         re.compile(r"^(?:Controller \d+ epoch \d+ changed|Changed) partition " + _TP +
+                    r" from (?P<from>\w+) to (?P<to>\w+) with (?:leader (?P<leader>-?\d+)|state "
+                    r"(?P<state>.*))$"),
+         _state_change),
+    Kind("broker_unfenced", "metadata/.../controller/ClusterControlManager.java, replay: "
+         "\"Unfenced broker: {}\" (2.8.2); metadata/.../controller/BrokerHeartbeatManager.java: "
+         "\"The request from broker {} to unfence has been granted because it has caught up "
+         "with ...\" (2.8.2 - trunk)",
+         re.compile(r"^(?:Unfenced broker: (?P<record>.*)|The request from broker (?P<b>\d+) "
+                    r"to unfence has been granted)"),
+         _unfenced),
     Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
          "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
          "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
