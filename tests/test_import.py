@@ -115,7 +115,7 @@ def test_log4j2_layout_and_recovery_and_min_isr(tmp_path: Path) -> None:
     assert (seg["topic"], seg["partition"], seg["base_offset"]) == (
         "strimzi.cruisecontrol.partitionmetricsamples", 25, 0)
     _, evs = imported(tmp_path / "b", "04-bitnami-unclean-start-recovering-segments.log")
-    [rec] = only(evs, "log_recovery")
+    [rec] = [e for e in only(evs, "log_recovery") if "unflushed_segment" in e]
     assert (rec["topic"], rec["partition"], rec["unflushed_segment"]) == (
         "__consumer_offsets", 41, 0)
     _, evs = imported(tmp_path / "c", "06-yolean-notenoughreplicas-consumer-offsets.log")
@@ -240,6 +240,24 @@ def test_a_0_9_follower_resetting_its_fetch_offset_to_the_leaders_start(tmp_path
                                           "offset_out_of_range", "start")
 
 
+def test_log_loads_and_coordinator_loads_from_real_lines(tmp_path: Path) -> None:
+    """A log loaded after a restart says its end offset (2.8's ``Completed load of Log(...,
+    logEndOffset=3) with 1 segments``; 1.1-2.4's ``... log start offset 0 and log end offset
+    0``); a group coordinator's load says its partition, time and epoch (3.x)."""
+    _, evs = imported(tmp_path, "04-bitnami-unclean-start-recovering-segments.log")
+    loaded = [e for e in only(evs, "log_recovery") if "leo" in e]
+    assert [(e["topic"], e["partition"], e["leo"], e["hw"], e["log_start_offset"])
+            for e in loaded] == [("__consumer_offsets", 41, 3, 0, 0)]
+    _, evs = imported(tmp_path / "b", "08-apicurio-transaction-state-log-load.log")
+    [tx] = only(evs, "log_recovery")
+    assert (tx["topic"], tx["partition"], tx["leo"], tx["log_start_offset"]) == (
+        "__transaction_state", 25, 0, 0)
+    _, evs = imported(tmp_path / "c", "10-thingsboard-group-metadata-loading-3x.log")
+    first = only(evs, "coordinator_loaded")[0]
+    assert (first["partition"], first["load_ms"], first["leader_epoch"], first["replica"]) == (
+        10, 31, 0, 0)
+
+
 # Kinds with no public example found: lines written from the format string of the release
 # cited (the source named in each kind's ``source``), with made-up values only.
 FROM_FORMAT = [
@@ -292,6 +310,26 @@ FROM_FORMAT = [
      "isrWithBrokerEpoch=List(BrokerState(brokerId=3, brokerEpoch=-1), BrokerState(brokerId=1, "
      "brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=8) (state.change.logger)",
      "leader_elected", {"leader": 3, "isr": [3, 1], "partition_epoch": 8}),
+    # AbstractFetcherThread.truncateToEpochEndOffsets, 3.7.1 (OffsetTruncationState's
+    # toString: "TruncationState(offset=..., completed=...)")
+    ("[2024-03-01 10:00:00,000] INFO [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+     "Truncating partition orders-0 with TruncationState(offset=95, completed=true) due to "
+     "leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=4, "
+     "endOffset=95) (kafka.server.ReplicaFetcherThread)",
+     "log_truncate", {"replica": 2, "new_leo": 95, "reason": "leader_epoch"}),
+    # AbstractFetcherThread.markPartitionFailed, 2.4.1
+    ("[2020-03-01 10:00:00,000] WARN [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] "
+     "Partition orders-0 marked as failed (kafka.server.ReplicaFetcherThread)",
+     "partition_failed", {"topic": "orders", "partition": 0, "replica": 2}),
+    # KafkaController.elect, 2.4.1
+    ("[2020-03-01 10:00:00,000] INFO [Controller id=1] 1 successfully elected as the "
+     "controller. Epoch incremented to 4 and epoch zk version is now 3 "
+     "(kafka.controller.KafkaController)",
+     "controller_elected", {"broker": 1, "controller_epoch": 4}),
+    # KafkaController.doControlledShutdown, 1.1.1
+    ("[2018-03-01 10:00:00,000] INFO [Controller id=1] Shutting down broker 3 "
+     "(kafka.controller.KafkaController)",
+     "controlled_shutdown", {"broker": 3}),
     # BrokerHeartbeatManager, 3.7.1
     ("[2024-03-01 10:00:00,000] INFO [QuorumController id=0] The request from broker 2 to "
      "unfence has been granted because it has caught up with the offset of its register "

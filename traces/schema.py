@@ -129,6 +129,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "append_rejected": ("topic", "partition", "error"),
     "broker_change": ("added", "deleted", "live"),
     "fetch_offset_reset": ("topic", "partition", "old", "new"),
+    "partition_failed": ("topic", "partition", "replica"),
     # end of run
     "final_log": (
         "topic", "partition", "replica", "log_start_offset", "hw", "leo", "leader_epoch",

@@ -141,11 +141,12 @@ def _placed(ev: dict[str, Any], broker: int | None) -> dict[str, Any]:
     if out.get("replica") is None and broker is not None and out["event"] in (
             "isr_change", "become_leader", "log_truncate", "log_start_offset_update",
             "segment_delete", "log_recovery", "isr_update_skipped", "append_rejected",
-            "become_follower", "fetch_offset_reset"):
+            "become_follower", "fetch_offset_reset", "partition_failed",
+            "coordinator_loaded"):
         out["replica"] = broker
     if out.pop("_controller", False) or out["event"] in (
             "broker_change", "broker_fenced", "broker_registered", "broker_unfenced",
-            "partition_offline", "leader_elected"):
+            "partition_offline", "leader_elected", "controller_elected", "controlled_shutdown"):
         out["_node"] = "controller"
     elif isinstance(out.get("replica"), int):
         out["_node"] = f"broker-{out['replica']}"

@@ -56,6 +56,7 @@ _PREFIXES: Final = (
     (re.compile(r"^\[BrokerChangeListener on Controller (?P<b>\d+)\]:\s*"), "controller"),
     (re.compile(r"^\[Broker id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaManager broker=(?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[GroupMetadataManager brokerId=(?P<b>\d+)\]\s*"), ""),
 )
 
 
@@ -230,6 +231,67 @@ def _fetch_reset_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
                  "new_leo": int(m.group("new2")), "reason": "offset_out_of_range",
                  "to": m.group("to2")}]
     return _fetch_reset(m, pre, rec)
+
+
+def _log_loaded(g: dict[str, str | None], pre: Prefix) -> list[Event]:
+    tp: tuple[str, int] | None = None
+    if g.get("t") is not None and g.get("p") is not None:
+        tp = (str(g["t"]), int(str(g["p"])))
+    elif g.get("name") is not None:
+        tp = split_tp(str(g["name"]))
+    topic, partition = tp if tp else (pre.topic, pre.partition)
+    ev: Event = {"event": "log_recovery", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "leo": int(g.get("leo") or g.get("leo2") or 0),
+                 "segments": int(g.get("n") or g.get("n2") or 0)}
+    start = g.get("start") or g.get("start2")
+    if start is not None:
+        ev["log_start_offset"] = int(start)
+    if g.get("hw") is not None:
+        ev["hw"] = int(str(g["hw"]))
+    return [ev]
+
+
+def _log_loaded_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    """The three wordings of a log's load, their groups renamed to one set."""
+    g: dict[str, str | None] = dict(m.groupdict())
+    if g.get("leo3") is not None:
+        g["leo"], g["n"] = g["leo3"], g["n3"]
+    return _log_loaded(g, pre)
+
+
+def _partition_failed(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    return [{"event": "partition_failed", "topic": topic, "partition": partition,
+             "replica": pre.broker}]
+
+
+def _coordinator_loaded(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    ev: Event = {"event": "coordinator_loaded", "topic": tp[0], "partition": tp[1],
+                 "replica": pre.broker, "load_ms": int(m.group("ms"))}
+    if m.group("e") is not None:
+        ev["leader_epoch"] = int(m.group("e"))
+    return [ev]
+
+
+def _controller_elected(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    ev: Event = {"event": "controller_elected", "broker": int(m.group("b"))}
+    if m.group("e") is not None:
+        ev["controller_epoch"] = int(m.group("e"))
+    return [ev]
+
+
+def _shutting_down(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "controlled_shutdown", "broker": int(m.group("b"))}]
+
+
+def _truncate_epoch(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    return [{"event": "log_truncate", "topic": topic, "partition": partition,
+             "replica": pre.broker, "new_leo": int(m.group("o")), "reason": "leader_epoch",
+             "completed": m.group("done") == "true"}]
 
 
 def _below_hw(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
@@ -502,6 +564,49 @@ KINDS: Final[tuple[Kind, ...]] = (
          re.compile(r"^(?:Unfenced broker: (?P<record>.*)|The request from broker (?P<b>\d+) "
                     r"to unfence has been granted)"),
          _unfenced),
+    Kind("truncate_by_epoch", "core/.../server/AbstractFetcherThread.scala, "
+         "truncateToEpochEndOffsets: s\"Truncating partition $tp with $offsetTruncationState due "
+         "to leader epoch and offset $leaderEpochOffset\" (3.5.2, 3.7.1, trunk)",
+         re.compile(r"^Truncating partition " + _TP + r" with \w*TruncationState\(offset="
+                    r"(?P<o>\d+), completed=(?P<done>true|false)\) due to leader epoch and "
+                    r"offset"),
+         _truncate_epoch),
+    Kind("log_loaded", "core/.../log/Log.scala, loadSegments: 'Completed load of log %s with %d "
+         "log segments and log end offset %d in %d ms' (0.10.2.2); s\"Completed load of log "
+         "with ... segments, log start offset ... and log end offset ... in ... ms\" (1.1.1, "
+         "2.0.1, 2.4.1); core/.../log/LogManager.scala, loadLog: s\"Completed load of $log with "
+         "... segments in ...ms\" whose Log.toString names the offsets (2.8.2)",
+         re.compile(r"^Completed load of (?:log (?P<name>\S+) with (?P<n>\d+) log segments and "
+                    r"log end offset (?P<leo>\d+)|log with (?P<n2>\d+) segments, log start "
+                    r"offset (?P<start>\d+) and log end offset (?P<leo2>\d+)|(?:Unified)?Log\("
+                    r"[^)]*?topic=(?P<t>[^,]+), partition=(?P<p>\d+), highWatermark=(?P<hw>\d+)"
+                    r"[^)]*?logStartOffset=(?P<start2>\d+), logEndOffset=(?P<leo3>\d+)\) with "
+                    r"(?P<n3>\d+) segments)"),
+         lambda m, pre, rec: _log_loaded_any(m, pre, rec)),
+    Kind("partition_failed", "core/.../server/AbstractFetcherThread.scala, "
+         "markPartitionFailed: s\"Partition $topicPartition marked as failed\" (warn; 2.4.1 - "
+         "trunk)",
+         re.compile(r"^Partition " + _TP + r" marked as failed"),
+         _partition_failed),
+    Kind("coordinator_loaded", "core/.../coordinator/group/GroupMetadataManager.scala, "
+         "doLoadGroupsAndOffsets: 'Finished loading offsets from %s in %d milliseconds.' "
+         "(0.10.2.2); s\"Finished loading offsets and group metadata from $topicPartition in "
+         "... milliseconds.\" (1.1.1 - 2.4.1); '... for epoch $coordinatorEpoch, of which ... "
+         "milliseconds was spent in the scheduler.' (2.8.2 - trunk)",
+         re.compile(r"^Finished loading offsets (?:and group metadata )?from " + _TP +
+                    r" in (?P<ms>\d+) milliseconds(?: for epoch (?P<e>\d+))?"),
+         _coordinator_loaded),
+    Kind("controller_elected", "core/.../controller/KafkaController.scala, elect: "
+         "s\"${config.brokerId} successfully elected as the controller\" (1.1.1, 2.0.1); "
+         "'... Epoch incremented to ... and epoch zk version is now ...' (2.4.1 - trunk)",
+         re.compile(r"^(?P<b>\d+) successfully elected as the controller(?:\. Epoch incremented "
+                    r"to (?P<e>\d+))?"),
+         _controller_elected),
+    Kind("controlled_shutdown", "core/.../controller/KafkaController.scala, "
+         "doControlledShutdown: 'Shutting down broker ' + id (0.10.2.2); s\"Shutting down "
+         "broker $id\" (1.1.1 - trunk)",
+         re.compile(r"^Shutting down broker (?P<b>\d+)$"),
+         _shutting_down),
     Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
          "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
          "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
