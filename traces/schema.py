@@ -130,6 +130,9 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "broker_change": ("added", "deleted", "live"),
     "fetch_offset_reset": ("topic", "partition", "old", "new"),
     "partition_failed": ("topic", "partition", "replica"),
+    "fetch_error": ("topic", "partition", "error"),
+    "log_dir_recovery": ("dir", "clean_shutdown"),
+    "segment_corruption": ("topic", "partition", "file", "byte_offset"),
     # end of run
     "final_log": (
         "topic", "partition", "replica", "log_start_offset", "hw", "leo", "leader_epoch",

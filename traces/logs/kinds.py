@@ -57,6 +57,8 @@ _PREFIXES: Final = (
     (re.compile(r"^\[Broker id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaManager broker=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[GroupMetadataManager brokerId=(?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[ReplicaFetcherManager on broker (?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[OfflinePartitionLeaderSelector\]:\s*"), "controller"),
 )
 
 
@@ -292,6 +294,80 @@ def _truncate_epoch(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
     return [{"event": "log_truncate", "topic": topic, "partition": partition,
              "replica": pre.broker, "new_leo": int(m.group("o")), "reason": "leader_epoch",
              "completed": m.group("done") == "true"}]
+
+
+def _dir_recovery_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    ev: Event = {"event": "log_dir_recovery", "replica": pre.broker,
+                 "dir": m.group("dir") or m.group("dir2"),
+                 "clean_shutdown": m.group("clean") is not None}
+    n = m.group("n") or m.group("n2")
+    if n is not None:
+        ev["logs"] = int(n)
+    return [ev]
+
+
+def _invalid_messages(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    path = m.group("path")
+    tp = split_tp(path.rstrip("/").split("/")[-2]) if "/" in path else None
+    topic, partition = tp if tp else (pre.topic, pre.partition)
+    return [{"event": "segment_corruption", "topic": topic, "partition": partition,
+             "replica": pre.broker, "file": path, "byte_offset": int(m.group("pos"))}]
+
+
+def _deletable(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "segment_delete", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "base_offset": base, "reason": m.group("why").strip()}
+            for base in _ids(m.group("bases"))]
+
+
+def _offline_010(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    g = m.groupdict()
+    tp = split_tp(g.get("tp") or g.get("tp2") or "")
+    if tp is None:
+        return []
+    if g.get("state") is not None:
+        state = g["state"]
+        leader = re.search(r'"leader":(-?\d+)', state)
+        epoch = re.search(r'"leader_epoch":(\d+)', state)
+        isr = re.search(r'"isr":\[([\d,]*)\]', state)
+        if leader is None:
+            return []
+        ev: Event = {"event": "leader_elected", "topic": tp[0], "partition": tp[1],
+                     "leader": int(leader.group(1)), "election": "offline"}
+        if epoch:
+            ev["leader_epoch"] = int(epoch.group(1))
+        if isr:
+            ev["isr"] = _ids(isr.group(1))
+        return [ev]
+    return [{"event": "leader_elected", "topic": tp[0], "partition": tp[1],
+             "leader": int(g["l"]), "election": "unclean", "live": _ids(g["live"])}]
+
+
+def _fetcher(change: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
+    def build(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+        parts = re.findall(r"([\w.\-]+-\d+)(?: ->|,|\)|\]|$| initOffset)", m.group("parts"))
+        names = sorted({p for p in parts if split_tp(p)})
+        if not names:
+            return []
+        ev: Event = {"event": "fetcher_partitions", "replica": pre.broker, "change": change,
+                     "topic_partitions": names}
+        if m.groupdict().get("leader"):
+            ev["leader"] = int(m.group("leader"))
+        return [ev]
+    return build
+
+
+def _fetch_error(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    topic, partition = _tp(m, pre)
+    err = m.groupdict().get("exc") or next(
+        (x.strip().split(":")[0] for x in rec.extra[:1] if "Exception" in x), None)
+    ev: Event = {"event": "fetch_error", "topic": topic, "partition": partition,
+                 "replica": pre.broker}
+    if err:
+        ev["error"] = err.rsplit(".", 1)[-1]
+    if m.groupdict().get("o"):
+        ev["offset"] = int(m.group("o"))
+    return [ev]
 
 
 def _below_hw(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
@@ -607,6 +683,56 @@ KINDS: Final[tuple[Kind, ...]] = (
          "broker $id\" (1.1.1 - trunk)",
          re.compile(r"^Shutting down broker (?P<b>\d+)$"),
          _shutting_down),
+    Kind("log_dir_recovery", "core/.../log/LogManager.scala, loadLogs: s\"Attempting "
+         "recovery for all logs in ... since no clean shutdown file was found\" / s\"Skipping "
+         "recovery for all logs in ... since clean shutdown file was found\" (2.8.2); "
+         "s\"Recovering ... logs from ... since no clean shutdown file was found\" / "
+         "s\"Skipping recovery of ... logs from ... since clean shutdown file was found\" "
+         "(3.5.2, 3.7.1, trunk)",
+         re.compile(r"^(?:(?:Attempting recovery for all logs in|Recovering (?P<n>\d+) logs "
+                    r"from) (?P<dir>\S+) since no clean shutdown file was found|Skipping "
+                    r"recovery (?:for all logs in|of (?P<n2>\d+) logs from) (?P<dir2>\S+) since "
+                    r"(?P<clean>clean) shutdown file was found)"),
+         lambda m, pre, rec: _dir_recovery_any(m, pre, rec)),
+    Kind("invalid_messages", "core/.../log/LogSegment.scala, recover: 'Found invalid messages "
+         "in log segment %s at byte offset %d: %s.' (0.10.2.2 - 3.5.2); storage/.../"
+         "LogSegment.java: \"Found invalid messages in log segment {} at byte offset {}.\" "
+         "(3.7.1, trunk)",
+         re.compile(r"^Found invalid messages in log segment (?P<path>\S+) at byte offset "
+                    r"(?P<pos>\d+)"),
+         _invalid_messages),
+    Kind("found_deletable_segments", "core/.../log/Log.scala, deleteOldSegments: s\"Found "
+         "deletable segments with base offsets [...] due to $reason\" (1.1.1, 2.0.1, 2.4.1)",
+         re.compile(r"^Found deletable segments with base offsets \[(?P<bases>[\d,]*)\] due to "
+                    r"(?P<why>.+)$"),
+         _deletable),
+    Kind("offline_leader_selected_010", "core/.../controller/PartitionLeaderSelector.scala, "
+         "OfflinePartitionLeaderSelector.selectLeader: 'No broker in ISR is alive for %s. Elect "
+         "leader %d from live brokers %s. There's potential data loss.' (warn) and 'Selected "
+         "new leader and ISR %s for offline partition %s' (0.10.2.2)",
+         re.compile(r"^(?:No broker in ISR is alive for (?P<tp>\[[^,\]]+,\d+\]|\S+-\d+)\. "
+                    r"Elect leader (?P<l>-?\d+) from live brokers (?P<live>[\d,]*)\. There's "
+                    r"potential data loss|Selected new leader and ISR (?P<state>\{.*\}) for "
+                    r"offline partition (?P<tp2>\[[^,\]]+,\d+\]|\S+-\d+))"),
+         _offline_010),
+    Kind("fetcher_added", "core/.../server/AbstractFetcherManager.scala, "
+         "addFetcherForPartitions: 'Added fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
+         "s\"Added fetcher to broker ... for partitions $initialOffsetAndEpochs\" (2.4.1 - "
+         "trunk)",
+         re.compile(r"^Added fetcher (?:to broker (?P<leader>\d+) )?for partitions "
+                    r"(?P<parts>.*)$"),
+         _fetcher("add")),
+    Kind("fetcher_removed", "core/.../server/AbstractFetcherManager.scala, "
+         "removeFetcherForPartitions: 'Removed fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
+         "s\"Removed fetcher for partitions $partitions\" (2.4.1 - trunk)",
+         re.compile(r"^Removed fetcher for partitions (?P<parts>.*)$"),
+         _fetcher("remove")),
+    Kind("fetch_error", "core/.../server/AbstractFetcherThread.scala, processFetchRequest: "
+         "'Error for partition [%s,%d] to broker %d:%s' (0.10.2.2); s\"Error for partition "
+         "$topicPartition at offset ...\" (1.1.1 - 2.8.2)",
+         re.compile(r"^Error for partition " + _TP + r"(?: to broker \d+:(?P<exc>[\w.$]+)| at "
+                    r"offset (?P<o>\d+))"),
+         _fetch_error),
     Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
          "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
          "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
