@@ -166,7 +166,7 @@ def test_an_imported_trace_is_never_given_a_verdict(tmp_path: Path,
 
 
 def test_every_kind_cites_its_source() -> None:
-    assert len({k.name for k in KINDS}) == len(KINDS) >= 17
+    assert len({k.name for k in KINDS}) == len(KINDS) >= 40
     for k in KINDS:
         assert ".scala" in k.source or ".java" in k.source, k.name
         assert any(c.isdigit() for c in k.source), k.name   # the releases
@@ -380,6 +380,31 @@ FROM_FORMAT = [
      "(offset=0, leaderEpoch=3)) (kafka.server.ReplicaFetcherManager)",
      "fetcher_partitions", {"change": "add", "leader": 1, "replica": 2,
                             "topic_partitions": ["orders-0", "orders-3"]}),
+    # ReplicationControlManager.alterPartition, 3.7.1 (under the controller's prefix)
+    ("[2024-03-01 10:00:00,000] INFO [QuorumController id=0] Rejecting AlterPartition request "
+     "from node 2 for orders-0 because the current leader is 1. "
+     "(org.apache.kafka.controller.ReplicationControlManager)",
+     "alter_partition_result", {"topic": "orders", "partition": 0, "replica": 2,
+                                "error": "REJECTED", "node": "controller"}),
+    # Partition.handleAlterPartitionError, 2.8.2
+    ("[2021-03-01 10:00:00,000] WARN [Partition orders-0 broker=1] Failed to update ISR to "
+     "PendingExpandIsr(isr=Set(1), newInSyncReplicaId=2) due to unexpected "
+     "UNKNOWN_SERVER_ERROR. Retrying. (kafka.cluster.Partition)",
+     "alter_partition_result", {"partition": 0, "replica": 1, "error": "UNKNOWN_SERVER_ERROR"}),
+    # KafkaController.onPreferredReplicaElection, 1.1.1
+    ("[2018-03-01 10:00:00,000] INFO [Controller id=1] Partition orders-0 completed preferred "
+     "replica leader election. New leader is 2 (kafka.controller.KafkaController)",
+     "leader_elected", {"leader": 2, "election": "preferred"}),
+    # GroupMetadataManager.removeGroupsForPartition, 2.8.2
+    ("[2021-03-01 10:00:00,000] INFO [GroupMetadataManager brokerId=1] Finished unloading "
+     "__consumer_offsets-7 for coordinator epoch 3. Removed 12 cached offsets and 2 cached "
+     "groups. (kafka.coordinator.group.GroupMetadataManager)",
+     "coordinator_unload", {"partition": 7, "leader_epoch": 3, "offsets_removed": 12,
+                            "groups_removed": 2, "replica": 1}),
+    # KafkaController.onControllerFailover, 1.1.1
+    ("[2018-03-01 10:00:00,000] INFO [Controller id=3] Ready to serve as the new controller "
+     "with epoch 9 (kafka.controller.KafkaController)",
+     "controller_elected", {"broker": 3, "controller_epoch": 9}),
     # BrokerHeartbeatManager, 3.7.1
     ("[2024-03-01 10:00:00,000] INFO [QuorumController id=0] The request from broker 2 to "
      "unfence has been granted because it has caught up with the offset of its register "

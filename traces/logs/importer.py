@@ -143,7 +143,7 @@ def _placed(ev: dict[str, Any], broker: int | None) -> dict[str, Any]:
             "segment_delete", "log_recovery", "isr_update_skipped", "append_rejected",
             "become_follower", "fetch_offset_reset", "partition_failed",
             "coordinator_loaded", "log_dir_recovery", "segment_corruption", "fetch_error",
-            "fetcher_partitions"):
+            "fetcher_partitions", "coordinator_unload"):
         out["replica"] = broker
     if out.pop("_controller", False) or out["event"] in (
             "broker_change", "broker_fenced", "broker_registered", "broker_unfenced",

@@ -370,6 +370,48 @@ def _fetch_error(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
     return [ev]
 
 
+def _alter_rejected(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "alter_partition_result", "topic": m.group("t"),
+             "partition": int(m.group("p")), "replica": int(m.group("b")),
+             "error": "REJECTED", "detail": m.group("why").strip()}]
+
+
+def _alter_failed(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    return [{"event": "alter_partition_result", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "error": m.group("err"),
+             "detail": m.group("state")[:200]}]
+
+
+def _preferred_done(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    ok = m.group("ok") is not None
+    return [{"event": "leader_elected", "topic": tp[0], "partition": tp[1],
+             "leader": int(m.group("l")), "election": "preferred" if ok else
+             "preferred_failed"}]
+
+
+def _coordinator_unloaded(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    tp = split_tp(m.group("tp"))
+    if tp is None:
+        return []
+    ev: Event = {"event": "coordinator_unload", "topic": tp[0], "partition": tp[1],
+                 "replica": pre.broker, "offsets_removed": int(m.group("o")),
+                 "groups_removed": int(m.group("g"))}
+    if m.group("e") is not None:
+        ev["leader_epoch"] = int(m.group("e"))
+    return [ev]
+
+
+def _controller_ready(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    ev: Event = {"event": "controller_elected", "controller_epoch": int(m.group("e"))}
+    b = m.group("b") or (str(pre.broker) if pre.broker is not None else None)
+    if b is not None:
+        ev["broker"] = int(b)
+    return [ev]
+
+
 def _below_hw(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
     topic, partition = _tp(m, pre)
     return [{"event": "log_truncate", "topic": topic, "partition": partition,
@@ -733,6 +775,44 @@ KINDS: Final[tuple[Kind, ...]] = (
          re.compile(r"^Error for partition " + _TP + r"(?: to broker \d+:(?P<exc>[\w.$]+)| at "
                     r"offset (?P<o>\d+))"),
          _fetch_error),
+    Kind("alter_partition_rejected", "metadata/.../controller/ReplicationControlManager.java, "
+         "alterPartition: \"Rejecting AlterPartition request from node {} for {}-{} because "
+         "...\" (info/debug; 3.5.2, 3.7.1, trunk)",
+         re.compile(r"^Rejecting AlterPartition request from node (?P<b>\d+) for "
+                    r"(?P<t>\S+)-(?P<p>\d+) because (?P<why>.+)$"),
+         _alter_rejected),
+    Kind("alter_partition_failed", "core/.../cluster/Partition.scala, "
+         "handleAlterPartitionError: s\"Failed to update ISR to $proposedIsrState due to "
+         "unexpected $error. Retrying.\" (warn; 2.8.2 - trunk); s\"Failed to alter partition to "
+         "$proposedIsrState since the controller rejected the request with $error. ...\" "
+         "(3.5.2 - trunk)",
+         re.compile(r"^Failed to (?:update ISR|alter partition) to (?P<state>.+?) (?:due to "
+                    r"unexpected|since the controller rejected the request with) "
+                    r"(?P<err>[A-Z_]+)"),
+         _alter_failed),
+    Kind("preferred_election_done", "core/.../controller/KafkaController.scala, "
+         "onPreferredReplicaElection / removePartitionsFromPreferredReplicaElection: 'Partition "
+         "%s completed preferred replica leader election. New leader is %d' and 'Partition %s "
+         "failed to complete preferred replica leader election. Leader is %d' (0.10.2.2; same "
+         "words as s-strings in 1.1.1, 2.0.1)",
+         re.compile(r"^Partition " + _TP + r" (?:(?P<ok>completed) preferred replica leader "
+                    r"election\. New leader is|failed to complete preferred replica leader "
+                    r"election\. Leader is) (?P<l>-?\d+)"),
+         _preferred_done),
+    Kind("coordinator_unloaded", "core/.../coordinator/group/GroupMetadataManager.scala, "
+         "removeGroupsForPartition: s\"Finished unloading $topicPartition. Removed ... cached "
+         "offsets and ... cached groups.\" (1.1.1 - 2.4.1); s\"Finished unloading "
+         "$topicPartition for coordinator epoch ... Removed ...\" (2.8.2 - trunk)",
+         re.compile(r"^Finished unloading " + _TP + r"(?: for coordinator epoch (?P<e>\d+))?\. "
+                    r"Removed (?P<o>\d+) cached offsets and (?P<g>\d+) cached groups"),
+         _coordinator_unloaded),
+    Kind("controller_ready", "core/.../controller/KafkaController.scala, "
+         "onControllerFailover: 'Broker %d is ready to serve as the new controller with epoch "
+         "%d' (0.10.2.2); s\"Ready to serve as the new controller with epoch $epoch\" (1.1.1 - "
+         "trunk)",
+         re.compile(r"^(?:Broker (?P<b>\d+) is r|R)eady to serve as the new controller with "
+                    r"epoch (?P<e>\d+)"),
+         _controller_ready),
     Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
          "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
          "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
