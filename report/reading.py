@@ -201,6 +201,11 @@ class _Collector:
         elif name == "isr_change":
             pv = self._part(ev)
             if pv is not None:
+                old = ev.get("old")
+                if not pv.isr and isinstance(old, list) and old:
+                    # the first ISR change of a partition whose ISR the trace never stated
+                    # (an imported log starts mid-life): the line's "from" held until then
+                    pv.isr.append((0, _ints(old), "before the trace"))
                 pv.isr.append((ts, _ints(ev.get("new")), str(ev.get("reason", ""))))
                 if ev.get("reason") == "create":
                     pv.ar.append((ts, _ints(ev.get("new")), [], []))

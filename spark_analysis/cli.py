@@ -33,6 +33,7 @@ import orjson
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
 from spark_analysis.session import build_session, unreachable_master
+from traces.checker import NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
 
@@ -108,6 +109,18 @@ def _java_reason(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def _imported(trace: str) -> bool:
+    """Whether a (local) trace was imported from Kafka's logs: its run_start says so."""
+    from traces.reader import TraceError, iter_events
+    try:
+        with iter_events(trace, verify=False) as events:
+            header = next(events, {})
+    except (TraceError, OSError):
+        return False
+    scenario = header.get("scenario")
+    return isinstance(scenario, dict) and scenario.get("imported") is True
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     problem = _check_outputs(args)
@@ -137,6 +150,13 @@ def main(argv: list[str]) -> int:
             df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/{name}.parquet")
 
     per_trace = sorted((r.asDict() for r in analysis.wide().collect()), key=lambda r: r["trace"])
+    # traces imported from Kafka's logs (isrlab import) have no records: their per-record
+    # anomalies are not available (null), as isrlab check says, never zero
+    imported = {r["trace"] for r in per_trace if _imported(r["trace"])}
+    for r in per_trace:
+        if r["trace"] in imported:
+            for a in NOT_FROM_LOGS:
+                r[a] = None
     explained: dict[str, Any] = {}
     if args.explain:
         from spark_analysis import explain as X
@@ -147,9 +167,9 @@ def main(argv: list[str]) -> int:
             "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
             "per_trace": {},
         }
-        for r in chain_df.orderBy("trace", "anomaly", "topic", "partition",
-                                  "first_offset").collect():
-            row = r.asDict()
+        for chain_row in chain_df.orderBy("trace", "anomaly", "topic", "partition",
+                                          "first_offset").collect():
+            row = chain_row.asDict()
             row["steps"] = orjson.loads(row["steps"])
             explained["per_trace"].setdefault(row.pop("trace"), []).append(row)
         chain_df.unpersist()
@@ -166,7 +186,9 @@ def main(argv: list[str]) -> int:
             "per_trace": {
                 r["trace"]: {"scenario": r["scenario"], "seed": r["seed"],
                              "status": r["status"], "events": int(r["events"] or 0),
-                             "anomalies": {a: int(r[a] or 0) for a in ANOMALIES}}
+                             "imported": r["trace"] in imported,
+                             "anomalies": {a: None if r[a] is None else int(r[a] or 0)
+                                           for a in ANOMALIES}}
                 for r in per_trace
             },
         }

@@ -426,3 +426,26 @@ def test_kinds_known_from_their_format_strings(tmp_path: Path, line: str, event:
     assert len(evs) == facts.pop("_count", 1), evs
     for k, v in facts.items():
         assert evs[0][k] == v, (k, evs[0])
+
+
+def test_the_report_timeline_of_an_imported_multi_broker_excerpt(tmp_path: Path) -> None:
+    """Issue 22's acceptance: ISR bands (every broker the lines name, the ISR before the
+    first change included), elections and truncations on the partition timelines."""
+    from report.figures import timeline_figure
+    from report.reading import read_view
+    out = tmp_path / "t.jsonl"
+    import_logs([str(LOGS / n) for n in (
+        "09-librdkafka1575-notleader-expanding-isr-zkversion-controller.log",
+        "22-librdkafka948-isr-shrink-zkversion-0102.log",
+        "30-yolean261-truncate-to-local-hw-k8s-timestamps.log")], str(out))
+    view = read_view(str(out))
+
+    def names(p: str) -> set[str]:
+        pv = view.partitions[p]
+        return {str(t.name) for t in timeline_figure(view, pv, [200] * 64, []).data}
+
+    assert {"in ISR broker 1", "in ISR broker 3", "in ISR broker 5"} <= names("topic-6")
+    assert {"in ISR broker 0", "in ISR broker 1", "in ISR broker 5"} <= names(
+        "LIVETOPICOLD-36")
+    assert "leader" in names("LIVETOPICOLD-0")          # the offline election
+    assert "log truncation" in names("__consumer_offsets-9")

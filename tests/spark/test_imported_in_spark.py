@@ -1,0 +1,36 @@
+"""``isrlab analyze`` on a trace imported from Kafka's logs (issue 22): the ISR churn views
+are computed, and the per-record anomalies are null (not available), never zero."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_analysis.cli import main
+from traces.logs.importer import import_logs
+
+pytestmark = pytest.mark.spark
+LOGS = Path(__file__).resolve().parent.parent / "data" / "kafka_logs"
+
+
+def test_analyze_an_imported_trace(spark: SparkSession, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "imported.jsonl"
+    import_logs([str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log"),
+                 str(LOGS / "09-librdkafka1575-notleader-expanding-isr-zkversion-"
+                            "controller.log")], str(trace))
+    views = tmp_path / "views"
+    assert main([str(trace), "--json", "--out", str(views)]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    row = doc["per_trace"][str(trace)]
+    assert row["imported"] is True
+    assert row["anomalies"]["lost_acked_write"] is None
+    assert row["anomalies"]["isr_churn"] is not None
+    churn = {(r["topic"], r["partition"]): r for r in (
+        x.asDict() for x in spark.read.parquet(str(views / "isr_churn_per_minute.parquet"))
+        .collect())}
+    assert churn[("topic", 6)]["shrinks"] >= 1
+    assert churn[("LIVETOPICOLD", 36)]["expands"] >= 1
