@@ -62,7 +62,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.load import SCENARIO_SCHEMA, Loaded
-from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING
+from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING, NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
 K: Final = ["trace", "topic", "partition"]
@@ -131,6 +131,7 @@ def trace_meta(data: Loaded) -> DataFrame:
                 t["unclean.leader.election.enable"], F.lit(False))).alias("unclean"),
             F.coalesce(F.array_join("fault_kinds", ","), F.lit("")).alias("fault_kinds"),
             F.col("sc.expect").alias("expect"),
+            F.coalesce(F.col("sc.imported"), F.lit(False)).alias("imported"),
         )
     )
 
@@ -758,11 +759,16 @@ def anomaly_counts(data: Loaded) -> dict[str, dict[str, int]]:
 
 
 def anomaly_wide(table: DataFrame, meta: DataFrame) -> DataFrame:
-    """One row per trace with a column per anomaly (under_min_isr in ms) and its knobs."""
+    """One row per trace with a column per anomaly (under_min_isr in ms) and its knobs. A
+    trace imported from Kafka's logs has no records: its per-record anomalies
+    (``NOT_FROM_LOGS``) are null — not available — never zero, as ``isrlab check`` says."""
     sums = table.groupBy("trace").pivot("anomaly", list(ANOMALIES)).agg(F.sum("n"))
     sums = sums.na.fill(0, list(ANOMALIES)).withColumn(
         "under_min_isr", F.floor(F.col("under_min_isr") / 1000).cast("long"))
-    return meta.join(sums, "trace", "left").na.fill(0, list(ANOMALIES))
+    wide = meta.join(sums, "trace", "left").na.fill(0, list(ANOMALIES))
+    return wide.select(*[
+        F.when(F.col("imported"), F.lit(None).cast("long")).otherwise(F.col(c)).alias(c)
+        if c in NOT_FROM_LOGS else F.col(c) for c in wide.columns])
 
 
 ROLLUP_KNOBS: Final = ("protocol", "acks", "min_insync_replicas", "unclean", "fault_kinds")

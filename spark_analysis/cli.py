@@ -33,7 +33,6 @@ import orjson
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
 from spark_analysis.session import build_session, unreachable_master
-from traces.checker import NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
 
@@ -109,18 +108,6 @@ def _java_reason(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _imported(trace: str) -> bool:
-    """Whether a (local) trace was imported from Kafka's logs: its run_start says so."""
-    from traces.reader import TraceError, iter_events
-    try:
-        with iter_events(trace, verify=False) as events:
-            header = next(events, {})
-    except (TraceError, OSError):
-        return False
-    scenario = header.get("scenario")
-    return isinstance(scenario, dict) and scenario.get("imported") is True
-
-
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     problem = _check_outputs(args)
@@ -151,12 +138,8 @@ def main(argv: list[str]) -> int:
 
     per_trace = sorted((r.asDict() for r in analysis.wide().collect()), key=lambda r: r["trace"])
     # traces imported from Kafka's logs (isrlab import) have no records: their per-record
-    # anomalies are not available (null), as isrlab check says, never zero
-    imported = {r["trace"] for r in per_trace if _imported(r["trace"])}
-    for r in per_trace:
-        if r["trace"] in imported:
-            for a in NOT_FROM_LOGS:
-                r[a] = None
+    # anomalies are null in the views (not available, as isrlab check says), never zero
+    imported = {r["trace"] for r in per_trace if r["imported"]}
     explained: dict[str, Any] = {}
     if args.explain:
         from spark_analysis import explain as X

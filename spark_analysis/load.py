@@ -157,6 +157,8 @@ SCENARIO_SCHEMA = T.StructType([
     T.StructField("topics", T.ArrayType(_TOPIC_SCHEMA)),
     T.StructField("producers", T.ArrayType(_PRODUCER_SCHEMA)),
     T.StructField("expect", T.MapType(_S, T.ArrayType(_S))),
+    #: true in a trace read from Kafka's logs (isrlab import)
+    T.StructField("imported", T.BooleanType()),
 ])
 
 _CRC_MARK: Final = ',"crc":'

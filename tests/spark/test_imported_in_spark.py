@@ -34,3 +34,8 @@ def test_analyze_an_imported_trace(spark: SparkSession, tmp_path: Path,
         .collect())}
     assert churn[("topic", 6)]["shrinks"] >= 1
     assert churn[("LIVETOPICOLD", 36)]["expands"] >= 1
+    # the written view says the same as --json: null, not a zero a notebook would sum
+    wide = spark.read.parquet(str(views / "anomalies_per_trace.parquet")).collect()
+    assert [(r["imported"], r["lost_acked_write"], r["duplicate"]) for r in wide] == [
+        (True, None, None)]
+    assert wide[0]["isr_churn"] is not None
