@@ -56,6 +56,9 @@ the 1-based line, ``str()`` = ``file:line: message``):
   ``traces.schema.SCHEMA_VERSION``: *trace skipped* (its lines are not analysed, and not
   listed one by one: a foreign file would otherwise produce a line per line); a file with no
   readable line at all is skipped the same way;
+* a file Spark's text source read (a URI, or any file on the careful path) whose name and
+  bytes disagree (gzip named ``.jsonl``, plain text named ``.gz``: Spark decompresses by the
+  name) is skipped as above, the message saying so and how to rename it;
 * no ``run_end`` (the run was cut off, or a gzip stream ends early): *tail lost*, the lines
   read are analysed. Spark reads the files with ``ignoreCorruptFiles`` so that a truncated
   gzip keeps the lines before the break instead of failing the job; the driver then
@@ -541,7 +544,16 @@ def load_traces(
     seen = {a.trace for a in audits if a.lines}
     problems += [BadLine(f, 1, "no line could be read (an empty or unreadable file); "
                          "not an isrlab trace", action=TRACE_SKIPPED)
-                 for f in files if f not in seen and "://" not in f]
+                 for f in files if f not in seen and (
+                     "://" not in f or f.endswith((".jsonl", ".jsonl.gz")))]
+    # a folder URI (read recursively by Spark) in which not one line was read
+    problems += [BadLine(f, 1, "no trace line was read under this folder", action=TRACE_SKIPPED)
+                 for f in files if "://" in f and not f.endswith((".jsonl", ".jsonl.gz"))
+                 and not any(t.startswith(f.rstrip("/") + "/") for t in seen)]
+    jvm_read = set(rest) | set(slow)
+    problems = [replace(p, problem=f"{p.problem}; {hint}")
+                if p.action == TRACE_SKIPPED and p.trace in jvm_read
+                and (hint := _misnamed(spark, p.trace)) else p for p in problems]
     sizes.sort(key=lambda s: str(s[0]))
     side = (_union(sides) if sides else spark.createDataFrame([], _SIDE_TEXT))
     ready = (scanned.where((F.col("_kind") == scan.HOT) & wanted).select(*EVENT_COLUMNS)
@@ -675,6 +687,37 @@ def _file_problems(summary: list[Row]) -> list[BadLine]:
                                f"is the last one read; lines 1-{lines} were analysed",
                                action=TAIL_LOST))
     return out
+
+
+def _misnamed(spark: SparkSession, trace: str) -> str | None:
+    """Why a file the JVM read (a URI, or any file on the careful path) may have looked like
+    no trace: Spark's text source decides compression by the file's name, so gzip bytes named
+    ``.jsonl`` read as binary lines and plain text named ``.gz`` as no line at all. The first
+    two bytes are read through Hadoop's FileSystem (any scheme Spark reads); None when they
+    agree with the name or cannot be read (e.g. over Spark Connect)."""
+    try:
+        if "://" in trace:
+            jvm = spark.sparkContext._jvm
+            assert jvm is not None
+            path = jvm.org.apache.hadoop.fs.Path(trace)
+            stream = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).open(path)
+            try:
+                head = bytes([stream.read() & 0xFF, stream.read() & 0xFF])
+            finally:
+                stream.close()
+        else:
+            with Path(trace).open("rb") as fh:
+                head = fh.read(2)
+    except Exception:  # noqa: BLE001 - a hint only: the trace is reported skipped either way
+        return None
+    gzip_bytes = head == b"\x1f\x8b"
+    if gzip_bytes and not trace.endswith(".gz"):
+        return ("its bytes are gzip but its name does not end in .gz (Spark's text source "
+                "decompresses by the name): rename it *.jsonl.gz")
+    if not gzip_bytes and trace.endswith(".gz"):
+        return ("its name ends in .gz but its bytes are not gzip (Spark's text source "
+                "decompresses by the name): rename it *.jsonl")
+    return None
 
 
 def _gzip_break(trace: str) -> str | None:

@@ -96,3 +96,30 @@ def test_load_reports_the_same_problems_and_keeps_only_good_rows(spark: SparkSes
         assert set(ANOMALIES) == set(bad_run.report["anomalies"])
     finally:
         loaded.unpersist()
+
+
+def test_a_misnamed_trace_read_by_the_jvm_is_skipped_saying_why(spark: SparkSession,
+                                                                 bad_run: Run, tmp_path: Path
+                                                                 ) -> None:
+    """Issue 23, class 8: URIs (and files the careful path reads) go through Spark's text
+    source, which decompresses by the file's name: gzip bytes named ``.jsonl`` and plain text
+    named ``.gz`` are skipped with the reason and the fix, found by the first two bytes read
+    through Hadoop's FileSystem (here its ``file://`` one)."""
+    from spark_analysis.load import _misnamed
+    text = bad_run.paths["ok"].read_bytes()
+    gz_named_plain = tmp_path / "a.jsonl"
+    gz_named_plain.write_bytes(gzip.compress(text))
+    plain_named_gz = tmp_path / "b.jsonl.gz"
+    plain_named_gz.write_bytes(text)
+    loaded = load_traces(spark, [str(gz_named_plain), str(plain_named_gz),
+                                 str(bad_run.paths["ok"])], native=False)
+    try:
+        problems = {p.trace: p.problem for p in loaded.problems}
+        assert "bytes are gzip but its name does not end in .gz" in problems[
+            str(gz_named_plain)]
+        assert "name ends in .gz but its bytes are not gzip" in problems[str(plain_named_gz)]
+        assert [r["trace"] for r in loaded.traces.collect()] == [str(bad_run.paths["ok"])]
+    finally:
+        loaded.unpersist()
+    assert "rename it *.jsonl.gz" in (_misnamed(spark, gz_named_plain.as_uri()) or "")
+    assert _misnamed(spark, bad_run.paths["ok"].as_uri()) is None
