@@ -1,11 +1,14 @@
-"""Progress of long commands (campaign, compare): a real bar on a terminal, plain lines
-otherwise.
+"""Progress of long commands (campaign, compare, analyze, import): a real bar on a terminal,
+plain lines otherwise.
 
 On a TTY the bar is tqdm's (count, rate, elapsed and ETA, redrawn in place, sized to the
 terminal), with the command's own status — failing seeds by anomaly, the row being run — as
 its postfix. Off a TTY (CI logs, a pipe, a file) tqdm's redraws would be noise, so the same
 status is written as one plain line every ``PLAIN_EVERY_S`` seconds and at the end, as the
-commands always did. ``quiet`` writes nothing. Progress goes to stderr; results to stdout.
+commands always did; ``plain=False`` writes nothing off a terminal (``analyze`` and ``import``,
+whose stderr off a terminal carries only their one-line problems, as it always did).
+``quiet`` writes nothing. Progress goes to stderr; results to stdout. A unit of ``"B"``
+counts bytes (tqdm scales them: kB, MB).
 """
 
 from __future__ import annotations
@@ -23,20 +26,21 @@ class Progress:
     """``advance(n, status)`` after each unit of work; ``finish()`` at the end."""
 
     def __init__(self, stream: TextIO, total: int, label: str, unit: str, *,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, plain: bool = True) -> None:
         self.stream = stream
         self.total = total
         self.label = label
         self.unit = unit
-        self.quiet = quiet
+        self.quiet = quiet or (not plain and not stream.isatty())
         self.done = 0
         self.status = ""
         self.t0 = time.monotonic()
         self.last = 0.0
         self._bar: tqdm[Any] | None = None
-        if not quiet and stream.isatty():
+        if not self.quiet and stream.isatty():
             self._bar = tqdm(total=total, desc=label, unit=unit, file=stream,
-                             dynamic_ncols=True, leave=True, mininterval=0.2)
+                             dynamic_ncols=True, leave=True, mininterval=0.2,
+                             unit_scale=unit == "B", unit_divisor=1024)
 
     def set_total(self, total: int) -> None:
         """The amount of work, once known."""

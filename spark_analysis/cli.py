@@ -32,6 +32,7 @@ import orjson
 
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
+from spark_analysis.progress import SparkProgress
 from spark_analysis.session import build_session, unreachable_master
 from traces.schema import ANOMALIES
 
@@ -122,40 +123,46 @@ def main(argv: list[str]) -> int:
         print(f"isrlab analyze: --master {args.master}: Spark could not start a session "
               f"there ({_java_reason(exc)})", file=sys.stderr)
         return 2
+    # on a terminal, a bar of the Spark tasks while the analysis runs (its problems are
+    # printed after it, so the bar is not torn by them)
     try:
-        loaded = load_traces(spark, args.paths, cache_dir=args.cache, careful=args.careful)
+        with SparkProgress(spark, sys.stderr, "analyze"):
+            loaded = load_traces(spark, args.paths, cache_dir=args.cache,
+                                 careful=args.careful)
+            analysis = A.Analysis(loaded)
+            views = analysis.views()
+            if args.out:
+                for name, df in views.items():
+                    df.write.mode("overwrite").parquet(
+                        f"{args.out.rstrip('/')}/{name}.parquet")
+
+            per_trace = sorted((r.asDict() for r in analysis.wide().collect()),
+                               key=lambda r: r["trace"])
+            # traces imported from Kafka's logs (isrlab import) have no records: their per-record
+            # anomalies are null in the views (not available, as isrlab check says), never zero
+            imported = {r["trace"] for r in per_trace if r["imported"]}
+            explained: dict[str, Any] = {}
+            if args.explain:
+                from spark_analysis import explain as X
+                chain_df = X.chains(spark, [r["trace"] for r in per_trace]).persist()
+                if args.out:
+                    chain_df.write.mode("overwrite").parquet(
+                        f"{args.out.rstrip('/')}/chains.parquet")
+                explained = {
+                    "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
+                    "per_trace": {},
+                }
+                for chain_row in chain_df.orderBy("trace", "anomaly", "topic", "partition",
+                                                  "first_offset").collect():
+                    row = chain_row.asDict()
+                    row["steps"] = orjson.loads(row["steps"])
+                    explained["per_trace"].setdefault(row.pop("trace"), []).append(row)
+                chain_df.unpersist()
     except TraceInputError as exc:
         print(f"isrlab analyze: {exc}", file=sys.stderr)
         return 2
     for bad in loaded.problems:
         print(f"isrlab analyze: {bad}", file=sys.stderr)
-
-    analysis = A.Analysis(loaded)
-    views = analysis.views()
-    if args.out:
-        for name, df in views.items():
-            df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/{name}.parquet")
-
-    per_trace = sorted((r.asDict() for r in analysis.wide().collect()), key=lambda r: r["trace"])
-    # traces imported from Kafka's logs (isrlab import) have no records: their per-record
-    # anomalies are null in the views (not available, as isrlab check says), never zero
-    imported = {r["trace"] for r in per_trace if r["imported"]}
-    explained: dict[str, Any] = {}
-    if args.explain:
-        from spark_analysis import explain as X
-        chain_df = X.chains(spark, [r["trace"] for r in per_trace]).persist()
-        if args.out:
-            chain_df.write.mode("overwrite").parquet(f"{args.out.rstrip('/')}/chains.parquet")
-        explained = {
-            "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
-            "per_trace": {},
-        }
-        for chain_row in chain_df.orderBy("trace", "anomaly", "topic", "partition",
-                                          "first_offset").collect():
-            row = chain_row.asDict()
-            row["steps"] = orjson.loads(row["steps"])
-            explained["per_trace"].setdefault(row.pop("trace"), []).append(row)
-        chain_df.unpersist()
     totals = {a: sum(int(r[a] or 0) for r in per_trace) for a in ANOMALIES}
     n_events = sum(int(r["events"] or 0) for r in per_trace)
     if args.json:

@@ -8,6 +8,7 @@ after, epochs, offsets — as the lines say them, and nothing they do not say.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import subprocess
 import sys
@@ -449,3 +450,24 @@ def test_the_report_timeline_of_an_imported_multi_broker_excerpt(tmp_path: Path)
         "LIVETOPICOLD-36")
     assert "leader" in names("LIVETOPICOLD-0")          # the offline election
     assert "log truncation" in names("__consumer_offsets-9")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_import_draws_its_reading_and_writing_bars(tmp_path: Path) -> None:
+    """Issue 23: a long import shows tqdm's bars (reading by the files' bytes, writing by
+    events) on a terminal; off one it writes nothing but its one-line problems."""
+    shown = _Terminal()
+    res = import_logs([str(LOGS)], str(tmp_path / "t.jsonl"), progress=shown)
+    text = shown.getvalue()
+    assert "import: reading" in text and "import: writing" in text
+    assert "100%" in text and f"{res.events}/{res.events}" in text
+    size = sum(f.stat().st_size for f in LOGS.iterdir() if ".log" in f.name)
+    assert res.files and size > 1024   # the reading bar counted the bytes of every file
+    assert "kB" in text or "MB" in text
+    quiet = io.StringIO()
+    import_logs([str(LOGS)], str(tmp_path / "u.jsonl"), progress=quiet)
+    assert quiet.getvalue() == ""

@@ -27,8 +27,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
+from emulator.progress import Progress
 from traces.logs import kinds as K
 from traces.logs.lines import FileStats, LogFileError, Record, read_records, zone_of
 from traces.writer import TraceWriter
@@ -44,6 +45,8 @@ class ImportResult:
     records: int = 0
     parsed: int = 0
     events: int = 0
+    #: events recognised so far, while reading (the progress bar's status)
+    events_read: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
     unframed: int = 0
     continuation: int = 0
@@ -81,8 +84,10 @@ def _inputs(paths: list[str]) -> list[Path]:
 
 
 def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | None = None,
-                cluster: str = "imported") -> ImportResult:
-    """Read ``paths`` and write the trace ``out``; ImportError_ on bad input."""
+                cluster: str = "imported", progress: TextIO | None = None) -> ImportResult:
+    """Read ``paths`` and write the trace ``out``; ImportError_ on bad input. ``progress``:
+    a stream for the progress bars (reading, by the files' bytes; writing, by events), drawn
+    only if it is a terminal."""
     try:
         zone = zone_of(tz)
     except (ValueError, KeyError) as exc:
@@ -95,10 +100,22 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
         raise ImportError_(f"{out}: --out: exists; nothing is overwritten: choose another")
     result = ImportResult(out, [str(f) for f in files])
     rows: list[tuple[int, int, int, str, dict[str, Any]]] = []
+    sizes = [_size(f) for f in files]
+    reading = Progress(progress or sys.stderr, sum(sizes), "import: reading", "B",
+                       quiet=progress is None, plain=False)
     for i, f in enumerate(files):
         stats = FileStats()
+        base, done = sum(sizes[:i]), sum(sizes[:i])
+
+        def moved(fraction: float, size: int = sizes[i], base: int = base,
+                  name: str = f.name) -> None:
+            nonlocal done
+            now = base + int(size * fraction)
+            reading.advance(now - done, f"{name}, {result.events_read} events")
+            done = now
+
         try:
-            for rec in read_records(f, zone, stats):
+            for rec in read_records(f, zone, stats, moved):
                 result.records += 1
                 hit = K.match(rec)
                 if hit is None:
@@ -109,12 +126,17 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
                 result.by_kind[kind.name] += 1
                 for ev in events:
                     rows.append((rec.ts_us, i, rec.line, kind.name, _placed(ev, broker)))
+                result.events_read = len(rows)
         except LogFileError as exc:
+            reading.finish()
             raise ImportError_(str(exc)) from None
         result.unframed += stats.unframed
         result.continuation += stats.continuation
+    reading.finish()
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     origin = rows[0][0] if rows else 0
+    writing = Progress(progress or sys.stderr, len(rows), "import: writing", "event",
+                       quiet=progress is None, plain=False)
     writer = TraceWriter(out)
     try:
         writer.start(seed=None, scenario={"name": cluster, "imported": True}, fault_plan=[],
@@ -127,12 +149,24 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
                     result.brokers.add(b)
             writer.emit(ts - origin, node, "log", name, {**ev, "kind": kind_name})
             result.events += 1
+            if result.events % 4096 == 0:
+                writing.advance(4096)
+        writing.advance(result.events % 4096)
         writer.close("ok")
+        writing.finish()
     except BaseException:
+        writing.finish()
         if not writer.closed:
             writer.close("error")
         raise
     return result
+
+
+def _size(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:
+        return 0   # read_records says why it cannot be read
 
 
 def _placed(ev: dict[str, Any], broker: int | None) -> dict[str, Any]:
@@ -181,7 +215,7 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code in (0, None) else 2
     try:
         res = import_logs(args.logs, args.out, tz=args.tz, broker=args.broker,
-                          cluster=args.cluster)
+                          cluster=args.cluster, progress=sys.stderr)
     except ImportError_ as exc:
         print(f"isrlab import: {exc}", file=sys.stderr)
         return 2

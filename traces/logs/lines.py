@@ -23,11 +23,14 @@ import datetime as dt
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo
+
+#: ``read_records`` reports its progress every this many lines
+PROGRESS_LINES: Final = 8192
 
 LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 
@@ -139,10 +142,15 @@ def unwrap(raw: str) -> str:
     return raw
 
 
-def read_records(path: Path, zone: dt.tzinfo, stats: FileStats) -> Iterator[Record]:
-    """The records of one file, in file order."""
+def read_records(path: Path, zone: dt.tzinfo, stats: FileStats,
+                 progress: Callable[[float], None] | None = None) -> Iterator[Record]:
+    """The records of one file, in file order; ``progress(fraction of the file's lines read)``
+    now and then (every ``PROGRESS_LINES`` lines) and at the end."""
     current: Record | None = None
-    for n, raw in enumerate(open_text(path), 1):
+    lines = open_text(path)
+    for n, raw in enumerate(lines, 1):
+        if progress is not None and n % PROGRESS_LINES == 0:
+            progress(n / len(lines))
         raw = unwrap(raw)
         m = _RECORD.match(raw)
         if m is None:
@@ -172,3 +180,5 @@ def read_records(path: Path, zone: dt.tzinfo, stats: FileStats) -> Iterator[Reco
         stats.records += 1
     if current is not None:
         yield current
+    if progress is not None:
+        progress(1.0)
