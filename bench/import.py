@@ -6,6 +6,10 @@ minutes later and its partition numbers shifted by ``k``, so the importer sees m
 partitions and a long time span, with the real mix of recognised and unrecognised lines.
 Prints lines read, records, events, CPU seconds and lines per second. Run:
 ``python bench/import.py [LINES]`` (default 1,000,000).
+
+``python bench/import.py [LINES] --spark`` writes the corpus as 8 files (Spark parses one
+file per task) and times the in-process import and the Spark job (``local[*]``) on them, the
+session's start reported apart.
 """
 
 from __future__ import annotations
@@ -52,8 +56,44 @@ def corpus(lines_wanted: int, out: Path) -> int:
     return written
 
 
+def spark_bench(wanted: int) -> None:
+    from spark_analysis.import_job import import_with_spark
+    from spark_analysis.session import build_session
+    with tempfile.TemporaryDirectory(prefix="isrlab-import-bench-") as tmp:
+        folder = Path(tmp) / "logs"
+        folder.mkdir()
+        whole = Path(tmp) / "all.log"
+        n = corpus(wanted, whole)
+        lines = whole.read_text().splitlines(keepends=True)
+        per = -(-len(lines) // 8)
+        for i in range(8):
+            (folder / f"server.log.{i}").write_text("".join(lines[i * per:(i + 1) * per]))
+        size = whole.stat().st_size
+        whole.unlink()
+        t0 = time.perf_counter()
+        here = import_logs([str(folder)], str(Path(tmp) / "here.jsonl.gz"), broker=1)
+        wall_here = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        spark = build_session()
+        start = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        there = import_with_spark(spark, [str(folder)], str(Path(tmp) / "there.jsonl.gz"),
+                                  broker=1)
+        wall_there = time.perf_counter() - t0
+        spark.stop()
+    assert there.events == here.events
+    print(f"corpus: {n:,} lines ({size / 1e6:.1f} MB) in 8 files, {here.events:,} events")
+    print(f"in process: {wall_here:.1f} s, {n / wall_here:,.0f} lines/s")
+    print(f"Spark local[*]: {wall_there:.1f} s, {n / wall_there:,.0f} lines/s "
+          f"(session start {start:.1f} s apart)")
+
+
 def main() -> None:
-    wanted = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    wanted = int(args[0]) if args else 1_000_000
+    if "--spark" in sys.argv:
+        spark_bench(wanted)
+        return
     with tempfile.TemporaryDirectory(prefix="isrlab-import-bench-") as tmp:
         log = Path(tmp) / "server.log"
         n = corpus(wanted, log)

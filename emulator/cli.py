@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from emulator.args import Parser
 from emulator.scenario import ScenarioError, catalog, find, load
 
 #: a scenario name that can be a folder under out/ (no path separators, no "..")
@@ -151,7 +152,7 @@ def _main(argv: list[str] | None = None) -> int:
         import importlib
         module = importlib.import_module(DELEGATED[argv[0]][0])
         return int(module.main(argv[1:]))
-    parser = argparse.ArgumentParser(prog="isrlab", description=__doc__.split("\n")[0])
+    parser = Parser(prog="isrlab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("run", help="run one scenario with one seed")
     p.add_argument("scenario", help="a TOML file or the name of a catalog entry")

@@ -27,7 +27,6 @@ a temporary folder removed at the end.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import shutil
@@ -41,6 +40,7 @@ from typing import Any, Final
 import orjson
 
 from actors.eras import BUGS, ERAS
+from emulator.args import Parser
 from emulator.progress import Progress
 from traces.checker import DEFAULT_FORBID, check_file
 from traces.explain import RULES, explain
@@ -303,7 +303,7 @@ def main(argv: Sequence[str]) -> int:
     [--set K=V]... [--out DIR] [--json]``: 0, or 2 on bad input (one line)."""
     from faults.campaign import CampaignError, parse_seeds
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="isrlab compare",
         description="One fault schedule under every protocol era and re-enabled bug.")
     parser.add_argument("scenario", nargs="?",

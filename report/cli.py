@@ -10,10 +10,10 @@ verdict (``isrlab check`` gives verdict exit codes).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from emulator.args import Parser
 from report import ReportError
 from report.trace_page import MAX_POINTS, trace_report
 from traces.reader import TraceError
@@ -63,7 +63,7 @@ def _same_file(out: str, path: str) -> bool:
 
 def main(argv: list[str]) -> int:
     """``isrlab report PATH [-o OUT]``: 0 written, 2 bad input (one line on stderr)."""
-    parser = argparse.ArgumentParser(prog="isrlab report", description=__doc__.splitlines()[0])
+    parser = Parser(prog="isrlab report", description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a trace (.jsonl, .jsonl.gz) or a campaign folder")
     parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS,

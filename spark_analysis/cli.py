@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
+from pyspark.sql import SparkSession
 
+from emulator.args import Parser
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
 from spark_analysis.progress import SparkProgress
@@ -38,7 +40,7 @@ from traces.schema import ANOMALIES
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="isrlab analyze",
+    p = Parser(prog="isrlab analyze",
                                 description="Spark analytics over isrlab traces")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace files or folders")
     p.add_argument("--master", default=None,
@@ -72,15 +74,34 @@ MASTER_URL: Final = re.compile(
     r"|sc://[^\s]+|yarn|k8s://[^\s]+)$")
 
 
+def master_problem(master: str | None) -> str | None:
+    """What is wrong with ``--master`` (not a master URL; a cluster that does not answer),
+    found before Spark starts; None when nothing is."""
+    if master is not None and not MASTER_URL.match(master):
+        return (f"--master {master!r}: not a Spark master URL (local[N], local[*], "
+                f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
+    unreachable = unreachable_master(master)
+    return f"--master {master}: {unreachable}" if unreachable else None
+
+
+def open_session(master: str | None) -> SparkSession | str:
+    """The session for ``--master``, or the one line saying why the master refused it (a
+    local session that cannot start is a defect: its error propagates)."""
+    try:
+        return build_session(master)
+    except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
+        if master is None or master.startswith("local"):
+            raise
+        return (f"--master {master}: Spark could not start a session there "
+                f"({_java_reason(exc)})")
+
+
 def _check_outputs(args: argparse.Namespace) -> str | None:
     """What is wrong with ``--master``, ``--out`` or ``--cache``, checked before Spark starts
     (an unwritable ``--out`` used to fail after the whole analysis, in pages of Java)."""
-    if args.master is not None and not MASTER_URL.match(args.master):
-        return (f"--master {args.master!r}: not a Spark master URL (local[N], local[*], "
-                f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
-    unreachable = unreachable_master(args.master)
-    if unreachable:
-        return f"--master {args.master}: {unreachable}"
+    bad_master = master_problem(args.master)
+    if bad_master:
+        return bad_master
     inputs = {Path(p).resolve() for p in args.paths}
     for flag, value in (("--out", args.out), ("--cache", args.cache)):
         if value is None or "://" in value:
@@ -115,13 +136,9 @@ def main(argv: list[str]) -> int:
     if problem:
         print(f"isrlab analyze: {problem}", file=sys.stderr)
         return 2
-    try:
-        spark = build_session(args.master)
-    except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
-        if args.master is None or args.master.startswith("local"):
-            raise
-        print(f"isrlab analyze: --master {args.master}: Spark could not start a session "
-              f"there ({_java_reason(exc)})", file=sys.stderr)
+    spark = open_session(args.master)
+    if isinstance(spark, str):
+        print(f"isrlab analyze: {spark}", file=sys.stderr)
         return 2
     # on a terminal, a bar of the Spark tasks while the analysis runs (its problems are
     # printed after it, so the bar is not torn by them)

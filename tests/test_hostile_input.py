@@ -301,3 +301,21 @@ def test_an_unreachable_spark_master_is_one_line_and_exit_2_at_once(tmp_path: Pa
     _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "1:2", "--spark", master,
                              "--out", str(tmp_path / "c")), "--spark", "cannot reach the master")
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("door", ["run", "campaign", "check", "show", "replay", "shrink",
+                                  "analyze", "report", "explain", "compare", "import",
+                                  "regress", "scenarios"])
+def test_an_unknown_flag_is_one_line_naming_it_at_every_door(door: str) -> None:
+    """Class 3/8: argparse printed its whole usage block before the error (several lines);
+    every command now says ``isrlab DOOR: unrecognized arguments: --no-such-flag``."""
+    needed = {"campaign": ["--seeds", "1:2"], "import": ["--out", "never-written.jsonl"]}
+    _one_line_exit_2(_isrlab(door, str(TRACE), *needed.get(door, []), "--no-such-flag", "1"),
+                     "--no-such-flag")
+
+
+def test_a_missing_required_flag_and_a_bad_choice_are_one_line() -> None:
+    _one_line_exit_2(_isrlab("import", str(TRACE)), "--out")
+    _one_line_exit_2(_isrlab("import", str(TRACE), "--out", "x.jsonl", "--engine", "jvm"),
+                     "--engine", "jvm")
+    _one_line_exit_2(_isrlab("no-such-command"), "no-such-command")

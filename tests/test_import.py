@@ -189,7 +189,11 @@ def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path: Path) -> Non
                         ((str(tmp_path / "nope.log"), "--out", str(tmp_path / "b.jsonl")),
                          "no such file"),
                         ((good, "--tz", "Mars/Olympus", "--out", str(tmp_path / "c.jsonl")),
-                         "--tz")):
+                         "--tz"),
+                        ((good, "--master", "bogus://x", "--out", str(tmp_path / "d.jsonl")),
+                         "--master"),
+                        ((good, "--engine", "jvm", "--out", str(tmp_path / "e.jsonl")),
+                         "--engine")):
         proc = isrlab(*args)
         err = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(err) == 1 and words in err[0], (args, proc.stderr)

@@ -28,7 +28,6 @@ Left out: transactions (LSO, aborted reads), Jepsen's Elle cycle analysis, and "
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import sys
@@ -39,6 +38,7 @@ from typing import Any, Final
 
 import orjson
 
+from emulator.args import Parser
 from traces.integrity import unseal
 from traces.reader import open_bytes
 from traces.schema import ANOMALIES
@@ -979,7 +979,7 @@ def _dash(v: int | None) -> str:
 def main(argv: list[str]) -> int:
     """``isrlab check TRACE [--json]``: 0 expect met, 1 not met, 2 bad input, 3 incomplete
     (the run did not finish: no verdict)."""
-    parser = argparse.ArgumentParser(prog="isrlab check", description=__doc__.splitlines()[0])
+    parser = Parser(prog="isrlab check", description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

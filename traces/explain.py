@@ -41,7 +41,6 @@ epoch) check the reconstruction: a test holds the two equal on the catalog's tra
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import sys
 from collections.abc import Iterable, Mapping
@@ -51,6 +50,7 @@ from typing import Any, Final
 
 import orjson
 
+from emulator.args import Parser
 from traces.checker import EXIT_INCOMPLETE, CheckResult, Event, PartitionKey, check_file
 from traces.checker import TraceError as CheckError
 from traces.reader import TraceError, iter_events
@@ -1381,7 +1381,7 @@ def main(argv: list[str]) -> int:
     """``isrlab explain TRACE [--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]``: 0, 2
     bad input, 3 the run did not finish (chains are still printed)."""
     from traces.schema import ANOMALIES
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="isrlab explain",
         description="Explain each anomaly of a trace: its causal chain and the rule at fault.")
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")

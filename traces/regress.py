@@ -41,7 +41,6 @@ Entries run in a process pool (``--jobs``); each is independent.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -54,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from emulator.args import Parser
 from traces.reader import TraceError
 
 __all__ = [
@@ -456,7 +456,7 @@ def record(directory: Path, *, only: list[str] | None = None, jobs: int = 1,
 
 def main(argv: list[str]) -> int:
     """``isrlab regress [--record] [--dir DIR] [--only NAME,...] [--jobs N]``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="isrlab regress",
         description="Verify the recorded regression traces (exit 1 on any change), or "
                     "re-record them on purpose with --record.")

@@ -32,7 +32,6 @@ Exit codes: 0 identical, 1 diverged, 2 bad input (``isrlab: <TraceError>`` on st
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import os
@@ -47,6 +46,7 @@ from typing import Any, Final
 
 import orjson
 
+from emulator.args import Parser
 from traces.integrity import unseal
 from traces.reader import Event, TraceError, is_gzip, iter_events, open_bytes
 from traces.writer import ISRLAB_VERSION
@@ -382,7 +382,7 @@ def _out_problem(trace: str, out: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     """``isrlab replay TRACE [--out NEW] [--context N] [--full]``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="isrlab replay",
         description="Re-run a recorded trace from its header and compare event by event "
                     "(exit 0 identical, 1 diverged, 2 bad input).")

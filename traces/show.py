@@ -38,6 +38,7 @@ from typing import Any, Final, TextIO
 
 import orjson
 
+from emulator.args import Parser
 from traces.reader import Event, TraceError, iter_events, open_bytes
 
 __all__ = ["Filter", "format_event", "main", "parse_filter"]
@@ -365,7 +366,7 @@ def show(events: Iterable[Event], keep: Filter, out: TextIO, *, colour: bool) ->
 
 def main(argv: list[str]) -> int:
     """``isrlab show TRACE [--partition P] [--node N] [--from T] [--to T] [--events K,..]``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="isrlab show", description="Show a trace as a timeline, one line per event.")
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--partition", metavar="P", help="orders-0, or 0 for every topic")

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from emulator.args import Parser
 from emulator.progress import Progress
 from traces.logs import kinds as K
 from traces.logs.lines import FileStats, LogFileError, Record, read_records, zone_of
@@ -38,6 +41,25 @@ from traces.writer import TraceWriter
 SAMPLES: Final = 20
 
 
+#: one event to write: (ts_us, file index, line, kind, event with its ``_node``); the rows
+#: of one file are in file order, so a stable sort by the first three merges the files
+Row = tuple[int, int, int, str, dict[str, Any]]
+
+
+@dataclass
+class FileImport:
+    """What one log file yields: its events as rows, and its counts."""
+
+    rows: list[Row] = field(default_factory=list)
+    records: int = 0
+    parsed: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    unframed: int = 0
+    continuation: int = 0
+    unparsed_replication: int = 0
+    samples: list[str] = field(default_factory=list)
+
+
 @dataclass
 class ImportResult:
     out: str
@@ -45,14 +67,22 @@ class ImportResult:
     records: int = 0
     parsed: int = 0
     events: int = 0
-    #: events recognised so far, while reading (the progress bar's status)
-    events_read: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
     unframed: int = 0
     continuation: int = 0
     unparsed_replication: int = 0
     samples: list[str] = field(default_factory=list)
     brokers: set[int] = field(default_factory=set)
+
+    def add(self, f: FileImport) -> None:
+        """Count one file's figures in (files in their order: the samples are the first)."""
+        self.records += f.records
+        self.parsed += f.parsed
+        self.by_kind.update(f.by_kind)
+        self.unframed += f.unframed
+        self.continuation += f.continuation
+        self.unparsed_replication += f.unparsed_replication
+        self.samples += f.samples[:SAMPLES - len(self.samples)]
 
     def header(self, origin_us: int) -> dict[str, Any]:
         return {
@@ -83,23 +113,57 @@ def _inputs(paths: list[str]) -> list[Path]:
     return files
 
 
-def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | None = None,
-                cluster: str = "imported", progress: TextIO | None = None) -> ImportResult:
-    """Read ``paths`` and write the trace ``out``; ImportError_ on bad input. ``progress``:
-    a stream for the progress bars (reading, by the files' bytes; writing, by events), drawn
-    only if it is a terminal."""
+def zone(tz: str) -> dt.tzinfo:
+    """``--tz``'s zone; ImportError_ when it is none."""
     try:
-        zone = zone_of(tz)
+        return zone_of(tz)
     except (ValueError, KeyError) as exc:
         raise ImportError_(f"--tz {tz}: not a time zone ({exc})") from None
-    files = _inputs(paths)
+
+
+def check_out(out: str, inputs: list[str]) -> None:
+    """``--out`` must be new: nothing already written is overwritten, no input either."""
     target = Path(out)
     if target.exists():
-        if any(target.resolve() == f.resolve() for f in files):
+        if any(target.resolve() == Path(f).resolve() for f in inputs if "://" not in f):
             raise ImportError_(f"{out}: --out: is one of the inputs; refusing to overwrite it")
         raise ImportError_(f"{out}: --out: exists; nothing is overwritten: choose another")
+
+
+def import_file(records: Iterator[Record], stats: FileStats, index: int,
+                broker: int | None) -> FileImport:
+    """One file's records (``index``: its place among the inputs) as events and counts: the
+    one parse both the in-process import and the Spark job (``spark_analysis.import_job``)
+    run, so they write the same events."""
+    f = FileImport()
+    for rec in records:
+        f.records += 1
+        hit = K.match(rec)
+        if hit is None:
+            if K.REPLICATION_WORDS.search(rec.message):
+                f.unparsed_replication += 1
+                if len(f.samples) < SAMPLES:
+                    f.samples.append(f"{rec.file}:{rec.line}: {rec.message[:200]}")
+            continue
+        kind, events = hit
+        f.parsed += 1
+        f.by_kind[kind.name] += 1
+        for ev in events:
+            f.rows.append((rec.ts_us, index, rec.line, kind.name, _placed(ev, broker)))
+    f.unframed, f.continuation = stats.unframed, stats.continuation
+    return f
+
+
+def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | None = None,
+                cluster: str = "imported", progress: TextIO | None = None) -> ImportResult:
+    """Read ``paths`` in this process and write the trace ``out``; ImportError_ on bad
+    input. ``progress``: a stream for the progress bars (reading, by the files' bytes;
+    writing, by events), drawn only if it is a terminal."""
+    tzinfo = zone(tz)
+    files = _inputs(paths)
+    check_out(out, [str(f) for f in files])
     result = ImportResult(out, [str(f) for f in files])
-    rows: list[tuple[int, int, int, str, dict[str, Any]]] = []
+    rows: list[Row] = []
     sizes = [_size(f) for f in files]
     reading = Progress(progress or sys.stderr, sum(sizes), "import: reading", "B",
                        quiet=progress is None, plain=False)
@@ -111,37 +175,35 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
                   name: str = f.name) -> None:
             nonlocal done
             now = base + int(size * fraction)
-            reading.advance(now - done, f"{name}, {result.events_read} events")
+            reading.advance(now - done, name)
             done = now
 
         try:
-            for rec in read_records(f, zone, stats, moved):
-                result.records += 1
-                hit = K.match(rec)
-                if hit is None:
-                    _unparsed(rec, result)
-                    continue
-                kind, events = hit
-                result.parsed += 1
-                result.by_kind[kind.name] += 1
-                for ev in events:
-                    rows.append((rec.ts_us, i, rec.line, kind.name, _placed(ev, broker)))
-                result.events_read = len(rows)
+            one = import_file(read_records(f, tzinfo, stats, moved), stats, i, broker)
         except LogFileError as exc:
             reading.finish()
             raise ImportError_(str(exc)) from None
-        result.unframed += stats.unframed
-        result.continuation += stats.continuation
+        result.add(one)
+        rows += one.rows
     reading.finish()
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
-    origin = rows[0][0] if rows else 0
-    writing = Progress(progress or sys.stderr, len(rows), "import: writing", "event",
+    write_trace(result, iter(rows), len(rows), cluster=cluster, progress=progress)
+    return result
+
+
+def write_trace(result: ImportResult, rows: Iterator[Row], n_rows: int, *, cluster: str,
+                progress: TextIO | None) -> None:
+    """Write ``rows`` (merged by time) as the trace ``result.out``; ``ts_us`` 0 is the first
+    row's time. A failure leaves the trace closed with status ``error``."""
+    first = next(rows, None)
+    origin = first[0] if first is not None else 0
+    writing = Progress(progress or sys.stderr, n_rows, "import: writing", "event",
                        quiet=progress is None, plain=False)
-    writer = TraceWriter(out)
+    writer = TraceWriter(result.out)
     try:
         writer.start(seed=None, scenario={"name": cluster, "imported": True}, fault_plan=[],
                      protocol="imported", imported=result.header(origin))
-        for ts, _i, _line, kind_name, ev in rows:
+        for ts, _i, _line, kind_name, ev in itertools.chain([first] if first else [], rows):
             node = ev.pop("_node")
             name = ev.pop("event")
             for b in (ev.get("replica"), ev.get("broker")):
@@ -159,7 +221,6 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
         if not writer.closed:
             writer.close("error")
         raise
-    return result
 
 
 def _size(f: Path) -> int:
@@ -190,16 +251,9 @@ def _placed(ev: dict[str, Any], broker: int | None) -> dict[str, Any]:
     return out
 
 
-def _unparsed(rec: Record, result: ImportResult) -> None:
-    if K.REPLICATION_WORDS.search(rec.message):
-        result.unparsed_replication += 1
-        if len(result.samples) < SAMPLES:
-            result.samples.append(f"{rec.file}:{rec.line}: {rec.message[:200]}")
-
-
 def main(argv: list[str]) -> int:
     """``isrlab import``: 0 written, 2 bad input (one line on stderr)."""
-    parser = argparse.ArgumentParser(prog="isrlab import",
+    parser = Parser(prog="isrlab import",
                                      description="Kafka broker logs as an isrlab trace.")
     parser.add_argument("logs", nargs="+", metavar="LOG",
                         help="log files (gzip too) or folders of them")
@@ -209,13 +263,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--broker", type=int,
                         help="the broker id of lines that do not name one ([Log ...] lines)")
     parser.add_argument("--cluster", default="imported", help="a name for the trace")
+    parser.add_argument("--engine", choices=("auto", "spark", "process"), default="auto",
+                        help="parse in Spark or in this process (auto: Spark for a URI "
+                             "or --master)")
+    parser.add_argument("--master", default=None,
+                        help="the Spark master, as for analyze (default: local[*] or the "
+                             "environment)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
+    out = args.out
+    if out.endswith("/") or Path(out).is_dir():
+        out = str(Path(out) / f"{Path(args.cluster).name or 'imported'}.jsonl.gz")
     try:
-        res = import_logs(args.logs, args.out, tz=args.tz, broker=args.broker,
-                          cluster=args.cluster, progress=sys.stderr)
+        if _in_spark(args):
+            res = _spark_import(args, out)
+        else:
+            res = import_logs(args.logs, out, tz=args.tz, broker=args.broker,
+                              cluster=args.cluster, progress=sys.stderr)
     except ImportError_ as exc:
         print(f"isrlab import: {exc}", file=sys.stderr)
         return 2
@@ -228,6 +294,30 @@ def main(argv: list[str]) -> int:
         print(f"  not understood: {s}")
     print(f"brokers seen {sorted(res.brokers) or '-'}\ntrace {res.out}")
     return 0
+
+
+def _in_spark(args: argparse.Namespace) -> bool:
+    """Spark when asked, or for a URI or a master. Local files stay in process: on a small
+    machine a local Spark session is no faster (``bench/import.py --spark``) and takes
+    10-15 s to start."""
+    if args.engine != "auto":
+        return bool(args.engine == "spark")
+    return args.master is not None or any("://" in p for p in args.logs)
+
+
+def _spark_import(args: argparse.Namespace, out: str) -> ImportResult:
+    from spark_analysis.cli import master_problem, open_session
+    from spark_analysis.import_job import import_with_spark
+    zone(args.tz)
+    check_out(out, args.logs)
+    bad = master_problem(args.master)
+    if bad:
+        raise ImportError_(bad)
+    spark = open_session(args.master)
+    if isinstance(spark, str):
+        raise ImportError_(spark)
+    return import_with_spark(spark, args.logs, out, tz=args.tz, broker=args.broker,
+                             cluster=args.cluster, progress=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,7 @@ import datetime as dt
 import gzip
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -93,6 +93,12 @@ def open_text(path: Path) -> list[str]:
         data = path.read_bytes()
     except OSError as exc:
         raise LogFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, str(path))
+
+
+def decode_text(data: bytes, name: str) -> list[str]:
+    """The lines of a log file's bytes (gzip by its magic bytes, not its name): what a Spark
+    task holding a whole file has too; LogFileError (naming ``name``) on binary data."""
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -100,9 +106,9 @@ def open_text(path: Path) -> list[str]:
             # a cut gzip: keep what decompresses (the stream up to the break)
             data = _gzip_prefix(data)
             if not data:
-                raise LogFileError(f"{path}: gzip: {exc}") from None
+                raise LogFileError(f"{name}: gzip: {exc}") from None
     if b"\x00" in data[:4096]:
-        raise LogFileError(f"{path}: binary data (a NUL byte): not a text log")
+        raise LogFileError(f"{name}: binary data (a NUL byte): not a text log")
     return data.decode("utf-8", errors="replace").splitlines()
 
 
@@ -144,10 +150,15 @@ def unwrap(raw: str) -> str:
 
 def read_records(path: Path, zone: dt.tzinfo, stats: FileStats,
                  progress: Callable[[float], None] | None = None) -> Iterator[Record]:
-    """The records of one file, in file order; ``progress(fraction of the file's lines read)``
-    now and then (every ``PROGRESS_LINES`` lines) and at the end."""
+    """The records of one file, in file order (see ``records_of``)."""
+    return records_of(str(path), open_text(path), zone, stats, progress)
+
+
+def records_of(name: str, lines: Sequence[str], zone: dt.tzinfo, stats: FileStats,
+               progress: Callable[[float], None] | None = None) -> Iterator[Record]:
+    """The records of one file's ``lines``, in file order; ``progress(fraction of the lines
+    read)`` now and then (every ``PROGRESS_LINES`` lines) and at the end."""
     current: Record | None = None
-    lines = open_text(path)
     for n, raw in enumerate(lines, 1):
         if progress is not None and n % PROGRESS_LINES == 0:
             progress(n / len(lines))
@@ -176,7 +187,7 @@ def read_records(path: Path, zone: dt.tzinfo, stats: FileStats,
         if lm is not None:
             msg, logger = lm.group("msg").rstrip(), lm.group("logger")
         level = "WARN" if m.group("level") == "WARNING" else m.group("level")
-        current = Record(str(path), n, ts, level, msg, logger)
+        current = Record(name, n, ts, level, msg, logger)
         stats.records += 1
     if current is not None:
         yield current
