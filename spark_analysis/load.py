@@ -88,6 +88,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 
 from spark_analysis import scan
 from traces.schema import SCHEMA_VERSION
@@ -369,6 +370,13 @@ def _prefix_event(line: Column) -> Column:
     return F.substring_index(F.substring_index(head, '"event":"', -1), '"', 1)
 
 
+def _prefix_seq(line: Column) -> Column:
+    """The ``seq`` of a writer's line from its first bytes (null if it is not there)."""
+    head = F.substring(line, 1, _PREFIX)
+    return F.when(head.startswith('{"seq":'), F.substring_index(
+        F.substring_index(head, '"seq":', -1), ",", 1).try_cast("long"))
+
+
 def _prefix_ts(line: Column) -> Column:
     """The ``ts_us`` of a writer's line from its first bytes (null if it is not there)."""
     head = F.substring(line, 1, _PREFIX)
@@ -387,12 +395,15 @@ class FileAudit:
     #: Text of line 1 when it looks like a writer's event (null otherwise).
     first: str | None
     has_end: bool
+    #: every line's seq is its place in the file and ``run_end`` is the last line
+    ordered: bool = True
 
     @property
     def clean(self) -> bool:
-        """Every line is the writer's own (crc), line 1 is a schema-``SCHEMA_VERSION``
-        ``run_start`` and a ``run_end`` is there: nothing for the careful path to find."""
-        return scan.is_clean(self.bad, self.has_end, self.first)
+        """Every line is the writer's own (crc) in its place (seq), line 1 is a
+        schema-``SCHEMA_VERSION`` ``run_start`` and a ``run_end`` ends it: nothing for the
+        careful path to find."""
+        return self.ordered and scan.is_clean(self.bad, self.has_end, self.first)
 
 
 @dataclass(frozen=True)
@@ -413,12 +424,17 @@ def audit_text(text: DataFrame) -> Audit:
     buffers only, so Spark hash-aggregates in generated code), and the side lines kept."""
     line = F.col("_text")
     event = _prefix_event(line)
+    seq = _prefix_seq(line)
     per_split = text.select(
         "trace", "_block", "_rid", (~_crc_ok(line)).cast("int").alias("_bad"),
         _prefix_ts(line).alias("_ts"), (event == "run_end").alias("_end"),
+        seq.alias("_seq"), (seq - F.col("_rid")).alias("_d"),
     ).groupBy("trace", "_block").agg(
         F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"), F.sum("_bad").alias("bad"),
         F.max("_ts").alias("end_us"), F.coalesce(F.max("_end"), F.lit(False)).alias("has_end"),
+        F.count("_seq").alias("n_seq"), F.min("_seq").alias("seq0"),
+        F.min("_d").alias("d_min"), F.max("_d").alias("d_max"),
+        F.max(F.when(F.col("_end"), F.col("_seq"))).alias("end_seq"),
     ).collect()
     side = (text.where(event.isin(*SIDE_EVENTS) | line.startswith(_LINE1))
             .select("trace", "_block", "_rid", line.alias("_raw")).persist(LEVEL))
@@ -437,8 +453,24 @@ def audit_text(text: DataFrame) -> Audit:
             bad=sum(int(r["bad"]) for r in blocks),
             end_us=max(ends) if ends else None,
             first=heads.get((trace, int(blocks[0]["_block"]), int(blocks[0]["rid0"]))),
-            has_end=any(bool(r["has_end"]) for r in blocks)))
+            has_end=any(bool(r["has_end"]) for r in blocks), ordered=_ordered(blocks)))
     return Audit(files=files, starts=starts, side=side)
+
+
+def _ordered(blocks: list[Row]) -> bool:
+    """A file's splits (in file order) hold seq 0, 1, 2, ... line after line (in a split,
+    seq minus the row id is one number and its first seq counts the lines before it), and
+    ``run_end`` is its last line."""
+    before = 0
+    ends = []
+    for r in blocks:
+        n = int(r["n"])
+        if int(r["n_seq"]) != n or r["d_min"] != r["d_max"] or int(r["seq0"]) != before:
+            return False
+        before += n
+        if r["end_seq"] is not None:
+            ends.append(int(r["end_seq"]))
+    return not ends or ends == [before - 1]
 
 
 def audit_side(audit: Audit, slow: Sequence[str]) -> DataFrame:
@@ -651,7 +683,15 @@ def _summarize(flagged: DataFrame) -> list[Row]:
     """Per file: lines, good lines, bad lines, largest ts_us, line 1 (event, schema, problem),
     whether it has a run_end, and its last good event. One aggregate over the cached lines."""
     order = F.struct("_block", "_rid")
-    return flagged.groupBy("trace").agg(
+    # each line's place in its file: a seq that is not its place is a line deleted,
+    # duplicated or moved (what ``isrlab check`` refuses), as is a line after run_end
+    place = F.row_number().over(Window.partitionBy("trace").orderBy("_block", "_rid")) - 1
+    numbered = flagged.select("*", place.alias("_n"))
+    off = F.col("seq").isNotNull() & (F.col("seq") != F.col("_n"))
+    return numbered.groupBy("trace").agg(
+        F.min(F.when(off, F.col("_n"))).alias("off_at"),
+        F.min_by("seq", F.when(off, F.col("_n"))).alias("off_seq"),
+        F.min(F.when(F.col("event") == "run_end", F.col("_n"))).alias("end_at"),
         F.count(F.lit(1)).alias("lines"),
         F.count("seq").alias("good"),
         F.count("_problem").alias("bad"),
@@ -663,8 +703,8 @@ def _summarize(flagged: DataFrame) -> list[Row]:
 
 
 def _file_problems(summary: list[Row]) -> list[BadLine]:
-    """Per file: a line 1 that is not a readable ``run_start`` (trace skipped), or no
-    ``run_end`` (tail lost)."""
+    """Per file: a line 1 that is not a readable ``run_start``, a line whose seq is not its
+    place, a line after ``run_end`` (trace skipped), or no ``run_end`` (tail lost)."""
     out: list[BadLine] = []
     for r in summary:
         trace, lines, first = r["trace"], int(r["lines"]), r["first"]
@@ -678,6 +718,18 @@ def _file_problems(summary: list[Row]) -> list[BadLine]:
             out.append(BadLine(trace, 1, f"trace schema {shown}, this isrlab reads schema "
                                f"{SCHEMA_VERSION}; its {lines} lines were not analysed",
                                action=TRACE_SKIPPED))
+            continue
+        if r["off_at"] is not None:
+            at = int(r["off_at"])
+            out.append(BadLine(trace, at + 1, f"seq {r['off_seq']}, expected {at}: a line "
+                               f"was deleted, duplicated or moved (isrlab check refuses the "
+                               f"file); its {lines} lines were not analysed",
+                               action=TRACE_SKIPPED))
+            continue
+        if r["end_at"] is not None and int(r["end_at"]) != lines - 1:
+            out.append(BadLine(trace, int(r["end_at"]) + 2, f"a line after run_end (line "
+                               f"{int(r['end_at']) + 1}): the file was appended to; its "
+                               f"{lines} lines were not analysed", action=TRACE_SKIPPED))
             continue
         if not r["has_end"]:
             broken = _gzip_break(trace)

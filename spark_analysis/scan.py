@@ -5,7 +5,8 @@ files runs ``scan_files`` (``DataFrame.mapInArrow``); for each file it
 
 * reads the bytes (gzip or plain) and splits them into lines,
 * checks every line's crc (CRC-32 of the line without its ``,"crc":N`` member, as
-  ``traces.integrity`` and ``load._crc_ok`` do), and takes each line's ``event`` and
+  ``traces.integrity`` and ``load._crc_ok`` do) and that its ``seq`` is its line's (no line
+  deleted, duplicated or moved) and none follows ``run_end``, and takes each line's ``event`` and
   ``ts_us`` from the writer's fixed prefix ``{"seq":N,"ts_us":M,"event":"E"``,
 * parses the ``HOT_EVENTS`` lines with pyarrow's JSON reader (C++, typed by the writer's
   own types: a line of other types fails the file, which then goes to the careful path),
@@ -203,8 +204,12 @@ def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
                     bad += 1
                     continue
                 parts = ln.split(b'"', 8)
-                if len(parts) < 9 or parts[5] != b"event" or parts[3] != b"ts_us":
-                    odd += 1  # a crc-valid line of another shape: the careful path decides
+                if (len(parts) < 9 or parts[5] != b"event" or parts[3] != b"ts_us"
+                        or has_end or parts[2] != b":%d," % i):
+                    # a crc-valid line of another shape, a seq that is not its line's (a
+                    # line deleted, duplicated or moved), a line after run_end: the careful
+                    # path decides and says where
+                    odd += 1
                     continue
                 try:
                     ts = int(parts[4][1:-1])

@@ -123,3 +123,47 @@ def test_a_misnamed_trace_read_by_the_jvm_is_skipped_saying_why(spark: SparkSess
         loaded.unpersist()
     assert "rename it *.jsonl.gz" in (_misnamed(spark, gz_named_plain.as_uri()) or "")
     assert _misnamed(spark, bad_run.paths["ok"].as_uri()) is None
+
+
+def _doctored(ok: Path, folder: Path) -> dict[str, tuple[Path, int]]:
+    """Copies of a good trace with whole lines deleted, swapped, duplicated, appended after
+    run_end or moved (every line keeps its own good crc), and the line each is wrong at."""
+    lines = ok.read_bytes().splitlines(keepends=True)
+    n = len(lines)
+    variants = {
+        "deleted": (lines[:10] + lines[11:], 11),
+        "swapped": (lines[:10] + [lines[11], lines[10]] + lines[12:], 11),
+        "duplicated": (lines[:11] + [lines[10]] + lines[11:], 12),
+        "appended": (lines + [lines[10]], n + 1),
+        "moved": (lines[:10] + lines[11:n - 2] + [lines[10]] + lines[n - 2:], 11),
+    }
+    folder.mkdir()
+    out = {}
+    for name, (body, at) in variants.items():
+        path = folder / f"{name}.jsonl"
+        path.write_bytes(b"".join(body))
+        out[name] = (path, at)
+    return out
+
+
+@pytest.mark.parametrize("how", ["native", "careful", "jvm"])
+def test_doctored_traces_are_refused_as_check_refuses_them(spark: SparkSession, bad_run: Run,
+                                                           tmp_path: Path, how: str) -> None:
+    """Issue 23, class 1: lines deleted, swapped, duplicated, appended or moved keep their
+    crcs; check refuses such a file (seq, nothing after run_end) and so does every path of
+    analyze's load — the native scan, ``--careful`` and the JVM's (URIs) — naming the line."""
+    from traces.checker import TraceError, check_file
+    doctored = _doctored(bad_run.paths["ok"], tmp_path / "doctored")
+    for path, _at in doctored.values():
+        with pytest.raises(TraceError):
+            check_file(path)
+    loaded = load_traces(spark, [str(tmp_path / "doctored"), str(bad_run.paths["ok"])],
+                         careful=how == "careful", native=how != "jvm")
+    try:
+        skipped = {p.trace: p for p in loaded.problems if p.action == "trace skipped"}
+        for name, (path, at) in doctored.items():
+            problem = skipped[str(path.resolve())]
+            assert problem.line == at, (name, problem)
+        assert [r["trace"] for r in loaded.traces.collect()] == [str(bad_run.paths["ok"])]
+    finally:
+        loaded.unpersist()
