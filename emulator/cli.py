@@ -10,17 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from emulator.args import Parser
-from emulator.scenario import ScenarioError, catalog, find, load
-
-#: a scenario name that can be a folder under out/ (no path separators, no "..")
-SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+from emulator.scenario import SAFE_NAME, ScenarioError, catalog, find, load
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -97,8 +93,10 @@ def _run(args: argparse.Namespace) -> int:
             print("expect   " + ("met" if verdict["expect_met"] else
                                  f"NOT met (forbidden found: {verdict['forbidden_found']}, "
                                  f"expected missing: {verdict['missing_expected']})"))
+        # a name that cannot be a folder needs the --out it was given to run at all
         print(f"replay with: isrlab run {shlex.quote(args.scenario)} --seed {seed}"
-              + "".join(f" --set {shlex.quote(s)}" for s in (args.set or [])))
+              + "".join(f" --set {shlex.quote(s)}" for s in (args.set or []))
+              + ("" if SAFE_NAME.fullmatch(sc["name"]) else f" --out {shlex.quote(out)}"))
     return code
 
 

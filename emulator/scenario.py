@@ -30,6 +30,10 @@ from actors.group import ASSIGNORS
 from traces.checker import DEFAULT_FORBID
 from traces.schema import ANOMALIES
 
+#: a scenario name that can be a folder under out/ (no path separators, no ".."): the
+#: default output of run and campaign is named after it
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 LONG_MAX = 2**63 - 1
 

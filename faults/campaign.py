@@ -65,6 +65,7 @@ import fcntl
 import functools
 import gzip
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -75,14 +76,14 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Final, TextIO
 
 from emulator.progress import Progress
-from emulator.scenario import ScenarioError, load
+from emulator.scenario import SAFE_NAME, ScenarioError, load
 
 __all__ = [
     "CampaignConfig",
@@ -102,6 +103,10 @@ EXIT_BAD_INPUT: Final = 2
 EXIT_INTERRUPTED: Final = 130
 #: the status of a seed that an infrastructure error stopped (never done: resume retries)
 INFRA: Final = "infra_error"
+#: the largest seed (a signed 64-bit number, as ``run --seed``) and the most seeds a
+#: campaign takes (more would never finish; ``len(range)`` must fit a machine word)
+MAX_SEED: Final = 2**63 - 1
+MAX_SEEDS: Final = 10**12
 
 RESULTS: Final = "results.jsonl"
 MANIFEST: Final = "campaign.json"
@@ -238,27 +243,55 @@ def parse_seeds(text: str) -> range:
         raise CampaignError(f"--seeds: seeds must be >= 0, got {text!r}")
     if hi < lo:
         raise CampaignError(f"--seeds: {text!r} is empty: A must not exceed B")
+    if hi > MAX_SEED:
+        raise CampaignError(f"--seeds: seeds must be within [0, 2^63-1] (a seed is a signed "
+                            f"64-bit number, as run --seed), got {text!r}")
+    if hi - lo + 1 > MAX_SEEDS:
+        raise CampaignError(f"--seeds: {text!r} is {hi - lo + 1} seeds; a campaign takes at "
+                            f"most {MAX_SEEDS:,} (split it into several)")
     return range(lo, hi + 1)
 
 
-def read_results(path: Path) -> tuple[dict[int, dict[str, Any]], int]:
+class _Todo:
+    """The seeds of the range not run yet, never materialised (``--seeds 0:999999999`` is a
+    billion seeds: a list of them is gigabytes before the first run)."""
+
+    def __init__(self, seeds: range, done: Mapping[int, Any]) -> None:
+        self.seeds = seeds
+        self.done = done
+        self.n = len(seeds) - sum(1 for s in done if s in seeds)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[int]:
+        return (s for s in self.seeds if s not in self.done)
+
+
+def read_results(path: Path, unusable: list[str] | None = None
+                 ) -> tuple[dict[int, dict[str, Any]], int]:
     """Rows of ``results.jsonl`` by seed (the last row of a seed wins) and the byte length
-    of its valid prefix: everything up to the last newline. A torn last line is ignored."""
+    of its valid prefix: everything up to the last newline. A torn last line is ignored;
+    ``unusable`` gets ``FILE:LINE: why`` for each other line that is not a result row."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return {}, 0
     end = data.rfind(b"\n") + 1
     rows: dict[int, dict[str, Any]] = {}
-    for line in data[:end].splitlines():
+    for n, line in enumerate(data[:end].splitlines(), 1):
         try:
             row = json.loads(line)
         except ValueError:
-            continue
+            row = None
         if well_formed(row) and row.get("status") != INFRA:
             rows[row["seed"]] = row
-        elif isinstance(row, dict) and isinstance(row.get("seed"), int):
+            continue
+        if isinstance(row, dict) and isinstance(row.get("seed"), int):
             rows.pop(row["seed"], None)   # its last row is unusable: the seed runs again
+        if unusable is not None and (not isinstance(row, dict) or row.get("status") != INFRA):
+            unusable.append(f"{path}:{n}: not a result row (no integer seed, verdict and "
+                            "counts); ignored")
     return rows, end
 
 
@@ -376,7 +409,7 @@ class _BrokenPool(Exception):
     pass
 
 
-def _drive_pool(pool: cf.ProcessPoolExecutor, fn: Callable[[int], Any], seeds: Sequence[int],
+def _drive_pool(pool: cf.ProcessPoolExecutor, fn: Callable[[int], Any], seeds: Iterable[int],
                 window: int, on_result: Callable[[Any], None], stop: _Interrupt,
                 tick: Callable[[], None]) -> bool:
     """Run ``fn`` over ``seeds`` with at most ``window`` in flight; feed each result to
@@ -412,7 +445,7 @@ def _drive_pool(pool: cf.ProcessPoolExecutor, fn: Callable[[int], Any], seeds: S
     return not stop.hit
 
 
-def _drive_spark(master: str, job: Job, seeds: Sequence[int],
+def _drive_spark(master: str, job: Job, seeds: Iterable[int],
                  on_result: Callable[[Any], None], stop: _Interrupt,
                  tick: Callable[[], None]) -> bool:
     """The same loop as Spark tasks: waves of ``parallelize(seeds).map(run_seed)``."""
@@ -432,10 +465,10 @@ def _drive_spark(master: str, job: Job, seeds: Sequence[int],
         ctx = spark.sparkContext
         wave = max(2 * int(ctx.defaultParallelism), 1)
         task = functools.partial(run_seed, job)
-        for i in range(0, len(seeds), wave):
+        it = iter(seeds)
+        while chunk := list(itertools.islice(it, wave)):
             if stop.hit:
                 return False
-            chunk = list(seeds[i:i + wave])
             for row in ctx.parallelize(chunk, len(chunk)).map(task).collect():
                 on_result(row)
             tick()
@@ -484,6 +517,10 @@ def _scenario_digest(sc: dict[str, Any]) -> str:
 
 
 def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
+    if cfg.out is None and not SAFE_NAME.fullmatch(sc["name"]):
+        raise CampaignError(f"{cfg.scenario}: name: {sc['name']!r} cannot name a folder under "
+                            "out/campaigns (letters, digits, '.', '_', '-'; not starting with "
+                            "'.'): give --out")
     digest = _scenario_digest(sc)
     out = Path(cfg.out or f"out/campaigns/{sc['name']}-{digest[:10]}")
     try:
@@ -552,10 +589,16 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
     try:
         _clean(out / WORK)  # traces of seeds a killed campaign left behind
         results_path = out / RESULTS
-        previous, valid = read_results(results_path)
-        todo = [s for s in cfg.seeds if s not in previous]
+        unusable: list[str] = []
+        previous, valid = read_results(results_path, unusable)
+        for line in unusable[:5]:
+            err.write(f"isrlab campaign: {line}\n")
+        if len(unusable) > 5:
+            err.write(f"isrlab campaign: {results_path}: {len(unusable) - 5} more rows that "
+                      "are not result rows; ignored\n")
+        todo = _Todo(cfg.seeds, previous)
         job = Job(sc, str(out), cfg.keep_all)
-        rows = {s: previous[s] for s in cfg.seeds if s in previous}
+        rows = {s: previous[s] for s in sorted(previous) if s in cfg.seeds}
         progress = _Progress(err, len(todo), sc["name"], quiet=cfg.quiet)
         results = _Results(results_path, valid)
         new: list[int] = []

@@ -319,3 +319,29 @@ def test_a_missing_required_flag_and_a_bad_choice_are_one_line() -> None:
     _one_line_exit_2(_isrlab("import", str(TRACE), "--out", "x.jsonl", "--engine", "jvm"),
                      "--engine", "jvm")
     _one_line_exit_2(_isrlab("no-such-command"), "no-such-command")
+
+
+def test_a_campaign_refuses_a_name_that_leaves_out_and_a_seed_range_beyond_64_bits(
+        tmp_path: Path) -> None:
+    """Classes 2 and 5: a scenario ``name = "../../x"`` made the campaign write outside
+    out/campaigns; ``--seeds 0:10^23`` hung; ``--seeds 0:999999999`` built a list of a
+    billion seeds before its first run."""
+    scenario = tmp_path / "n.toml"
+    scenario.write_text((ROOT / "scenarios" / "default.toml").read_text()
+                        .replace('name = "default"', 'name = "../../x"'))
+    assert 'name = "../../x"' in scenario.read_text()
+    _one_line_exit_2(_isrlab("campaign", str(scenario), "--seeds", "1:1", cwd=tmp_path),
+                     "name", "--out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.toml"]
+    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "0:99999999999999999999999"),
+                     "--seeds", "2^63-1")
+    _one_line_exit_2(_isrlab("compare", "default", "--seeds", "0:99999999999999999999"),
+                     "--seeds")
+
+
+def test_a_billion_seed_campaign_is_never_a_list() -> None:
+    from faults.campaign import _Todo, parse_seeds
+    todo = _Todo(parse_seeds("0:999999999"), {3: {}, 10**10: {}})
+    assert len(todo) == 10**9 - 1
+    it = iter(todo)
+    assert [next(it) for _ in range(5)] == [0, 1, 2, 4, 5]
