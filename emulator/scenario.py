@@ -134,7 +134,7 @@ CLUSTER: dict[str, Key] = {
     "spare.brokers": Key(INT, 0, _between(0, 1000, "spare brokers")),
     "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
-    "num.replica.fetchers": Key(INT, 1, _pos),
+    "num.replica.fetchers": Key(INT, 1, _between(1, 1000, "fetcher threads per broker pair")),
     "replica.fetch.wait.max.ms": Key(INT, 500, _nonneg),
     "replica.fetch.min.bytes": Key(INT, 1, _nonneg),
     "replica.fetch.max.records": Key(INT, 2000, _pos),
@@ -214,7 +214,7 @@ PRODUCER: dict[str, Key] = {
 CONSUMER: dict[str, Key] = {
     "group": Key(STR, None),
     "topic": Key(STR, None),
-    "members": Key(INT, 1, _pos),
+    "members": Key(INT, 1, _between(1, 1000, "members of one consumer group")),
     "partition.assignment.strategy": Key(STR, "range", _one_of(*ASSIGNORS)),
     "auto.offset.reset": Key(STR, "latest", _one_of("earliest", "latest", "none")),
     "auto.commit.interval.ms": Key(INT, 5000, _pos),
@@ -307,9 +307,10 @@ class _Source:
 
     def error(self, path: str, message: str) -> ScenarioError:
         for given, item in self.overrides.items():
-            if path == given or path.startswith(given + "."):
-                # the value came from the command line: blame the --set, not a file line
-                return ScenarioError(f"--set {item}", path, message)
+            if path == given or path.startswith((given + ".", given + "[")):
+                # the value came from the command line (a whole array too: producers=[...],
+                # faults.plan=[...]): blame the --set, not a file line
+                return ScenarioError(f"--set {_short(item)}", path, message)
         m = re.match(r"^(topics|producers|consumers|admin|faults\.plan)\[(\d+)\]\.(.+)$", path)
         if m:
             # an element of an array of tables: look inside that element, not at the first
@@ -512,6 +513,9 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         if fe["fault"] == "cut" and len(targets) != 2:
             raise src.error(f"faults.plan[{i}].target",
                             f"a cut needs two nodes, [from, to] (got {len(targets)})")
+        if fe["fault"] == "cut" and targets[0] == targets[1]:
+            raise src.error(f"faults.plan[{i}].target",
+                            f"a cut between {targets[0]} and itself cuts nothing")
     return sc
 
 
@@ -701,20 +705,25 @@ def load_raw(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()
     return raw, file, text, given
 
 
+def _short(item: str, most: int = 120) -> str:
+    """A ``--set`` as an error line shows it: a huge value is cut, not echoed whole."""
+    return item if len(item) <= most else f"{item[:most]}... ({len(item)} characters)"
+
+
 def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
     """``--set KEY=VALUE``: KEY is ``section.key`` (first array element for ``topics``,
     ``producers``, ``consumers``; ``topics[1].key`` for others) or a top-level key; VALUE is
     parsed as TOML (so ``acks="1"``, ``protocol="2.8"``, ``bugs=["KAFKA-7128"]``). Returns
     the field path it set, as validation errors name it (``producers[0].rate``)."""
     if "=" not in item:
-        raise ScenarioError("--set", item, "expected KEY=VALUE")
+        raise ScenarioError("--set", _short(item), "expected KEY=VALUE")
     key, _, value = item.partition("=")
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value   # a bare word: take it as a string
     except RecursionError:
-        raise ScenarioError("--set", item, "value nested too deeply") from None
+        raise ScenarioError("--set", _short(item), "value nested too deeply") from None
     m = re.match(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
                  r"(\[(\d+)\])?\.(.+)$",
                  key)
@@ -738,6 +747,13 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
             raise ScenarioError("--set", key, f"{section} is not a table (it is "
                                               f"{type(target).__name__}: an earlier --set or "
                                               f"{file} says so)")
+    plan = re.match(r"^plan\[(\d+)\]\.(.+)$", sub) if section == "faults" else None
+    if plan is not None:   # faults.plan[N].key: a key of one scripted fault
+        steps, i = target.get("plan"), int(plan.group(1))
+        if not isinstance(steps, list) or i >= len(steps) or not isinstance(steps[i], dict):
+            raise ScenarioError("--set", key, f"faults.plan has no step {i} in {file}")
+        steps[i][plan.group(2)] = parsed
+        return f"faults.plan[{i}].{plan.group(2)}"
     if section == "network" and sub.startswith("delay."):
         delay = target.setdefault("delay", {})
         if not isinstance(delay, dict):

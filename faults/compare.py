@@ -49,6 +49,8 @@ from traces.schema import ANOMALIES
 EXIT_BAD_INPUT: Final = 2
 #: what ``--out DIR`` holds besides the traces: the comparison, read by ``isrlab report DIR``
 RESULT_FILE: Final = "compare.json"
+#: the most seeds one compare runs (each seed's fault plan is kept, and run once per row)
+MAX_SEEDS: Final = 10_000
 
 
 class CompareError(Exception):
@@ -352,7 +354,12 @@ def main(argv: Sequence[str]) -> int:
             bugs = []
         else:
             bugs = _parse_list(args.bugs, list(BUGS), "--bugs")
-        seeds = list(parse_seeds(args.seeds)) if args.seeds is not None else None
+        chosen = parse_seeds(args.seeds) if args.seeds is not None else None
+        if chosen is not None and len(chosen) > MAX_SEEDS:
+            # every seed's plan is kept and each is run once per row: a campaign's job
+            raise CompareError(f"--seeds: {args.seeds!r} is {len(chosen)} seeds; compare "
+                               f"takes at most {MAX_SEEDS:,} (a campaign takes more)")
+        seeds = list(chosen) if chosen is not None else None
         out = Path(args.out) if args.out is not None else None
         if out is not None and out.exists() and not out.is_dir():
             raise CompareError(f"--out: {out} exists and is not a directory")

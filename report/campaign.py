@@ -162,9 +162,12 @@ def load_campaign(folder: Path) -> tuple[list[Run], list[str], bool]:
                     problems.append(f"{results}:{n}: seed {row.get('seed')} hit an "
                                     f"infrastructure error ({row.get('error')}): not run")
                     continue
+                if type(row.get("seed")) is not int or row["seed"] < 0:
+                    problems.append(f"{results}:{n}: seed {row.get('seed')!r} is not a "
+                                    "seed (a non-negative integer): not counted as a run")
+                    continue
                 run = _row_run(folder, row, problems, f"{results}:{n}")
-                if type(row.get("seed")) is int:   # a seed run again: its last row wins
-                    runs = [r for r in runs if r.seed != row["seed"]]
+                runs = [r for r in runs if r.seed != row["seed"]]   # run again: last wins
                 runs.append(run)
         return runs, problems, True
     for p in sorted(q for q in folder.rglob("*") if q.is_file() and _is_trace(q)):

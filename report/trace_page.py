@@ -148,8 +148,12 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     examples = _examples(view)
     status = (view.footer or {}).get("status", "no run_end")
     title = f"isrlab report — {sc.get('name', '?')} seed {hdr.get('seed')}"
+    # a run that did not finish gets no verdict, as isrlab check says (exit 3): never "met"
+    unfinished = r.incomplete or view.footer is None
     verdict = ([badge("imported from Kafka's logs: no verdict (per-record anomalies not "
                       "available)", "warn")] if r.imported else
+               [badge(f"INCOMPLETE ({status}): the run did not finish, so no verdict",
+                      "warn")] if unfinished else
                [badge("expect met", "ok") if r.expect_met else badge("EXPECT NOT MET", "bad")])
     verdict += [badge(f"forbidden: {n} ×{r.anomalies[n]}", "bad") for n in r.forbidden_found]
     verdict += [badge(f"expected but missing: {n}", "warn") for n in r.missing_expected]
@@ -261,6 +265,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     found = {n: c for n, c in r.anomalies.items() if c and n not in INFORMATIONAL}
     summary = (f"{sc.get('name', '?')} seed {hdr.get('seed')}: "
                + ("imported, no verdict" if r.imported else
+                  f"INCOMPLETE ({status}), no verdict" if unfinished else
                   "expect met" if r.expect_met else "EXPECT NOT MET") + "; anomalies "
                + (", ".join(f"{n}={c}" for n, c in found.items()) or "none"))
     return page(title, header, body), summary

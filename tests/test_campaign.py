@@ -175,15 +175,23 @@ def test_malformed_rows_run_again_and_the_report_survives_them(
             *NOTHING_FORBIDDEN]
     assert main(args) == 0
     with (out / "results.jsonl").open("a") as fh:
-        fh.write('{"seed": 2, "verdict": "ok", "anomalies": "many"}\n[1, 2]\nnot json\n')
+        fh.write('{"seed": 2, "verdict": "ok", "anomalies": "many"}\n[1, 2]\nnot json\n'
+                 '{"seed": "x"}\n')
     assert set(read_results(out / "results.jsonl")[0]) == {1, 3}
     capsys.readouterr()
     assert main(args) == 0
+    said = capsys.readouterr().err
+    for line in (4, 5, 6, 7):   # each unusable row is named on resume
+        assert f"results.jsonl:{line}: not a result row" in said, said
     rows, _ = read_results(out / "results.jsonl")
     assert sorted(rows) == [1, 2, 3]
     assert report.main([str(out), "-o", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text()
     assert "not JSON" in html and "Traceback" not in html
+    assert "seed &#x27;x&#x27; is not a seed" in html or "seed 'x' is not a seed" in html
+    from report.campaign import load_campaign
+    runs, _problems, _ = load_campaign(out)
+    assert sorted(r.seed for r in runs) == [1, 2, 3]   # the bogus row is not a run
 
 
 def test_an_infrastructure_error_is_said_plainly_and_retried_on_resume(

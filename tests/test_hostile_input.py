@@ -39,6 +39,12 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
+def test_show_refuses_a_window_that_ends_before_it_starts() -> None:
+    """Class 8: ``show --from 10 --to 5`` printed nothing and exited 0."""
+    _one_line_exit_2(_isrlab("show", str(TRACE), "--from", "10", "--to", "5"), "--from",
+                     "after --to")
+
+
 @pytest.mark.parametrize("flag, value", [("--to", "inf"), ("--from", "nan"),
                                          ("--to", "-inf")])
 def test_show_refuses_a_time_that_is_not_a_finite_number(flag: str, value: str) -> None:
@@ -103,6 +109,8 @@ def test_the_printed_replay_line_works_when_pasted(tmp_path: Path) -> None:
     ("producers[0].rate=1e12", "producers[0].rate", "within"),
     ("seed=1180591620717411303424", "seed", "64-bit"),
     ("duration_s=1e12", "duration_s", "within"),
+    ("consumers[0].members=1000000000", "consumers[0].members", "within"),
+    ("cluster.num.replica.fetchers=1000000000", "cluster.num.replica.fetchers", "within"),
 ])
 def test_non_finite_and_absurd_numbers_are_refused_at_load(override: str, field: str,
                                                           words: str) -> None:
@@ -142,6 +150,14 @@ def test_a_bad_set_value_is_blamed_on_the_set_not_on_a_line_of_the_file() -> Non
     (["cluster=1", "cluster.brokers=3"], "cluster is not a table"),
     (["network.delay=5", "network.delay.ms=1"], "network.delay is not a table"),
     (["x=" + "[" * 3000 + "]" * 3000], "nested too deeply"),
+    # a whole array set on the command line: its errors are the --set's, not a file line's
+    (['faults.plan=[{at_s=1.0,fault="crash",target="broker-99"}]'],
+     "faults.plan[0].target: unknown node 'broker-99'"),
+    (["producers=[{}]"], "producers[0].topic"),
+    (["producers=[5]"], "producers[0]: must be a table"),
+    # one key of one scripted fault
+    (["faults.plan[0].at_s=nan"], "faults.plan[0].at_s: must be a finite number"),
+    (["faults.plan[9].at_s=1"], "faults.plan has no step 9"),
 ])
 def test_type_confusion_in_set_values_is_one_line(overrides: list[str], words: str) -> None:
     """Class 3: ``bugs=[["x"]]`` (unhashable), ``producers=5`` (not iterable), a section set
@@ -150,7 +166,8 @@ def test_type_confusion_in_set_values_is_one_line(overrides: list[str], words: s
     with pytest.raises(ScenarioError) as err:
         load("default", overrides)
     assert words in str(err.value) and str(err.value).startswith("--set")
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and "default.toml:" not in str(err.value)
+    assert len(str(err.value)) < 400   # a huge --set value is not echoed whole
 
 
 @pytest.mark.parametrize("content, words", [
@@ -189,6 +206,8 @@ def test_an_error_in_the_second_topic_points_at_the_second_topic(tmp_path: Path)
      "faults.plan[0].at_s", "after the end of the run"),
     (['faults.plan=[{at_s=1.0, fault="cut", target=["broker-1"], duration_s=1.0}]'],
      "faults.plan[0].target", "two nodes"),
+    (['faults.plan=[{at_s=1.0, fault="cut", target=["broker-1", "broker-1"], '
+      'duration_s=1.0}]'], "faults.plan[0].target", "cuts nothing"),
     (['faults.plan=[{at_s=1.0, fault="crash", target="broker-99", duration_s=1.0}]'],
      "faults.plan[0].target", "unknown node"),
     (['faults.plan=[{at_s=1.0, fault="crash", target="coordinator:nosuch", duration_s=1.0}]'],
@@ -337,6 +356,8 @@ def test_a_campaign_refuses_a_name_that_leaves_out_and_a_seed_range_beyond_64_bi
                      "--seeds", "2^63-1")
     _one_line_exit_2(_isrlab("compare", "default", "--seeds", "0:99999999999999999999"),
                      "--seeds")
+    _one_line_exit_2(_isrlab("compare", "default", "--seeds", "0:999999999"),
+                     "--seeds", "at most")
 
 
 def test_a_billion_seed_campaign_is_never_a_list() -> None:

@@ -111,9 +111,13 @@ def test_cut_off_trace_is_reported_with_a_warning(traces: dict[str, Path], tmp_p
     lines = traces["faulty"].read_bytes().splitlines(keepends=True)
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(b"".join(lines[: len(lines) // 2]))
-    code, _, err = _report(capsys, str(cut), "-o", str(tmp_path / "cut.html"))
+    code, out, err = _report(capsys, str(cut), "-o", str(tmp_path / "cut.html"))
     assert code == 0, err
-    assert "incomplete trace" in (tmp_path / "cut.html").read_text()
+    html = (tmp_path / "cut.html").read_text()
+    assert "incomplete trace" in html
+    # no verdict on a run that did not finish, as isrlab check (exit 3) says (issue 23)
+    assert "INCOMPLETE (no run_end)" in html and "INCOMPLETE" in out
+    assert "expect met" not in html and "EXPECT NOT MET" not in html
 
 
 @pytest.mark.parametrize("content", [b"not a trace\n", b'{"a": 1}\n', b"", b"\x00\x01binary"])

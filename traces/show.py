@@ -338,8 +338,10 @@ def parse_filter(args: argparse.Namespace) -> Filter:
     events = None
     if args.events:
         events = frozenset(e.strip() for e in args.events.split(",") if e.strip())
-    return Filter(topic, partition, node, seconds("--from", args.from_s),
-                  seconds("--to", args.to_s), events)
+    start, end = seconds("--from", args.from_s), seconds("--to", args.to_s)
+    if start is not None and end is not None and start > end:
+        raise ValueError(f"--from {args.from_s} is after --to {args.to_s}: no event can match")
+    return Filter(topic, partition, node, start, end, events)
 
 
 # --- the command -----------------------------------------------------------------------------
