@@ -223,8 +223,8 @@ def _read_header(trace: Path) -> dict[str, Any]:
 
 
 def _targets(trace: Path, header: dict[str, Any], named: list[str]) -> list[str]:
-    from traces.checker import TraceError as CheckerError
     from traces.checker import check_file
+    from traces.reader import TraceError
     from traces.schema import ANOMALIES
 
     for name in named:
@@ -233,7 +233,7 @@ def _targets(trace: Path, header: dict[str, Any], named: list[str]) -> list[str]
                                    f"(known: {', '.join(ANOMALIES)})")
     try:
         result = check_file(trace)
-    except CheckerError as exc:
+    except TraceError as exc:
         raise ShrinkInputError(str(exc)) from None
     found = [a for a, n in result.anomalies.items() if n]
     if named:

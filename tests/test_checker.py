@@ -438,3 +438,22 @@ def test_a_leader_or_isr_member_outside_the_replica_list_is_outside_assignment()
     c = check_events(reassigned().events).anomalies
     assert c["outside_assignment"] == 2
     assert c["hw_regression_replica"] == 0
+
+
+def test_a_gzip_trace_cut_short_is_incomplete_as_a_plain_one_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 (review): a .jsonl.gz whose writer was killed ends without gzip's end of
+    stream; check called it unreadable (exit 2) where the same run written plain is
+    INCOMPLETE (exit 3), and analyze keeps the lines before a cut. Now both are incomplete,
+    counted up to the cut; and the report of such a file no longer dies on it."""
+    whole = lossy().write(tmp_path / "whole.jsonl.gz")
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    r = check_file(cut)
+    assert r.incomplete and r.truncated and 0 < r.events < check_file(whole).events
+    assert main([str(cut)]) == 3
+    assert "INCOMPLETE" in capsys.readouterr().out
+    from report import cli as report
+    assert report.main([str(cut), "-o", str(tmp_path / "r.html")]) == 0
+    assert "INCOMPLETE" in capsys.readouterr().out

@@ -40,7 +40,7 @@ import orjson
 
 from emulator.args import Parser
 from traces.integrity import unseal
-from traces.reader import open_bytes
+from traces.reader import TraceError, open_bytes
 from traces.schema import ANOMALIES
 
 #: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
@@ -148,17 +148,6 @@ class CheckResult:
             "forbidden_found": list(self.forbidden_found),
             "missing_expected": list(self.missing_expected),
         }
-
-
-class TraceError(Exception):
-    """Bad input: the file, the 1-based line where known, and what is wrong."""
-
-    def __init__(self, path: str, line: int | None, message: str) -> None:
-        self.path = path
-        self.line = line
-        self.message = message
-        where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {message}")
 
 
 # --------------------------------------------------------------------------- normalising
@@ -903,7 +892,15 @@ def _load(path: Path, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     stats["truncated"] = False
                 digest.update(raw)
                 yield ev
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except EOFError:
+            # a gzip stream cut short (the writer killed mid-write): the lines before the
+            # cut stand and the trace is incomplete, as a plain file cut short is (and as
+            # analyze keeps the lines before a cut); ``truncated`` stays set
+            if lineno == 0:
+                raise TraceError(name, None, "the gzip stream is cut before its first line"
+                                 ) from None
+            return
+        except (OSError, gzip.BadGzipFile) as exc:
             raise TraceError(name, lineno + 1, f"cannot read: {exc}") from exc
         if lineno == 0:
             raise TraceError(name, None, "empty trace")

@@ -52,7 +52,6 @@ import orjson
 
 from emulator.args import Parser
 from traces.checker import EXIT_INCOMPLETE, CheckResult, Event, PartitionKey, check_file
-from traces.checker import TraceError as CheckError
 from traces.reader import TraceError, iter_events
 
 #: the epoch of records whose writer the trace does not show (written before it started)
@@ -1408,7 +1407,7 @@ def main(argv: list[str]) -> int:
     try:
         how = explain_with_messages if args.messages else explain
         ex = how(args.trace, anomaly=args.anomaly, record=record)
-    except (TraceError, CheckError, ExplainError) as exc:
+    except (TraceError, ExplainError) as exc:
         print(f"isrlab explain: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

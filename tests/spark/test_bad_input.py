@@ -152,7 +152,8 @@ def test_doctored_traces_are_refused_as_check_refuses_them(spark: SparkSession, 
     """Issue 23, class 1: lines deleted, swapped, duplicated, appended or moved keep their
     crcs; check refuses such a file (seq, nothing after run_end) and so does every path of
     analyze's load — the native scan, ``--careful`` and the JVM's (URIs) — naming the line."""
-    from traces.checker import TraceError, check_file
+    from traces.checker import check_file
+    from traces.reader import TraceError
     doctored = _doctored(bad_run.paths["ok"], tmp_path / "doctored")
     for path, _at in doctored.values():
         with pytest.raises(TraceError):
