@@ -62,8 +62,8 @@ def shown(path: str) -> str:
 
 def import_with_spark(spark: SparkSession, paths: Sequence[str], out: str, *,
                       tz: str = "UTC", broker: int | None = None,
-                      cluster: str = "imported", progress: TextIO | None = None
-                      ) -> ImportResult:
+                      cluster: str = "imported", progress: TextIO | None = None,
+                      fmt: str = "auto") -> ImportResult:
     """Parse ``paths`` (files, folders, URIs) in Spark and write the trace ``out``;
     ImportError_ on bad input (one line)."""
     zone(tz)   # a bad --tz is bad input before any Spark work
@@ -72,12 +72,12 @@ def import_with_spark(spark: SparkSession, paths: Sequence[str], out: str, *,
         listed = _listing(spark, paths)
         index = {p: i for i, p in enumerate(listed)}
         parsed = (_files(spark, paths).select("path", "content")
-                  .mapInArrow(_parser(index, tz, broker), PARSED_SCHEMA)
+                  .mapInArrow(_parser(index, tz, broker, fmt), PARSED_SCHEMA)
                   .persist(StorageLevel.MEMORY_AND_DISK))
         try:
             summaries = sorted((r["file"], orjson.loads(r["summary"]))
                                for r in parsed.where("_kind = 1").collect())
-            result = ImportResult(out, [shown(p) for p in listed])
+            result = ImportResult(out, [shown(p) for p in listed], fmt)
             for _i, s in summaries:
                 if s.get("error"):
                     raise ImportError_(s["error"])
@@ -109,7 +109,7 @@ def _listing(spark: SparkSession, paths: Sequence[str]) -> list[str]:
     return listed
 
 
-def _parser(index: dict[str, int], tz: str, broker: int | None) -> Any:
+def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any:
     """The task's function: whole files in, event rows and one summary per file out."""
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -124,7 +124,8 @@ def _parser(index: dict[str, int], tz: str, broker: int | None) -> Any:
                     yield _summary(i, {"error": str(exc)})
                     continue
                 stats = FileStats()
-                one = import_file(records_of(name, lines, tzinfo, stats), stats, i, broker)
+                one = import_file(records_of(name, lines, tzinfo, stats), stats, i, broker,
+                                  fmt)
                 for start in range(0, len(one.rows), 8192):
                     yield _events(one.rows[start:start + 8192], start)
                 yield _summary(i, {

@@ -475,3 +475,30 @@ def test_on_a_terminal_import_draws_its_reading_and_writing_bars(tmp_path: Path)
     quiet = io.StringIO()
     import_logs([str(LOGS)], str(tmp_path / "u.jsonl"), progress=quiet)
     assert quiet.getvalue() == ""
+
+
+def test_the_header_says_whose_controller_statements_were_seen_and_format_narrows_them(
+        tmp_path: Path) -> None:
+    """Issue 22 item 1: ``--format zk|kraft`` reads one kind of controller's statements
+    (the KRaft controller's in metadata/, the ZooKeeper controller's in core/.../controller/
+    and its zkVersion ISR writes); the brokers' own statements are read in both. The header
+    names the format and the eras whose statements were seen; a record only the other
+    format's kinds would read is counted as not understood, never dropped."""
+    zk, kraft = ("22-librdkafka948-isr-shrink-zkversion-0102.log",
+                 "03-automq-kraft-controller-fencing-unclean.log")
+    (tmp_path / "a").mkdir()
+    header, _ = imported(tmp_path / "a", zk, kraft)
+    assert header["imported"]["format"] == "auto"
+    assert header["imported"]["eras_seen"] == ["kraft", "zk"]
+    (tmp_path / "b").mkdir()
+    header, evs = imported(tmp_path / "b", zk, kraft, fmt="zk")
+    imp = header["imported"]
+    assert imp["format"] == "zk" and imp["eras_seen"] == ["zk"]
+    assert not only(evs, "broker_fenced") and not only(evs, "broker_registered")
+    (tmp_path / "c").mkdir()
+    whole, _ = imported(tmp_path / "c", kraft)
+    (tmp_path / "d").mkdir()
+    narrowed, _ = imported(tmp_path / "d", kraft, fmt="zk")
+    w, n = whole["imported"], narrowed["imported"]
+    assert n["parsed"] == 0 < w["parsed"]
+    assert n["unparsed_replication_like"] == (w["unparsed_replication_like"] + w["parsed"])

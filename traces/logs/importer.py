@@ -64,6 +64,8 @@ class FileImport:
 class ImportResult:
     out: str
     files: list[str]
+    #: ``--format``: auto, zk or kraft
+    fmt: str = "auto"
     records: int = 0
     parsed: int = 0
     events: int = 0
@@ -85,8 +87,13 @@ class ImportResult:
         self.samples += f.samples[:SAMPLES - len(self.samples)]
 
     def header(self, origin_us: int) -> dict[str, Any]:
+        era = {k.name: k.era for k in K.KINDS}
         return {
-            "files": self.files, "records": self.records, "parsed": self.parsed,
+            "files": self.files, "format": self.fmt,
+            # the kinds of controller whose statements were found (zk, kraft): a cluster's
+            # era, or a migration's two
+            "eras_seen": sorted({e for k in self.by_kind if (e := era.get(k)) is not None}),
+            "records": self.records, "parsed": self.parsed,
             "kinds": dict(sorted(self.by_kind.items())), "unframed_lines": self.unframed,
             "continuation_lines": self.continuation,
             "unparsed_replication_like": self.unparsed_replication,
@@ -131,16 +138,19 @@ def check_out(out: str, inputs: list[str]) -> None:
 
 
 def import_file(records: Iterator[Record], stats: FileStats, index: int,
-                broker: int | None) -> FileImport:
+                broker: int | None, fmt: str = "auto") -> FileImport:
     """One file's records (``index``: its place among the inputs) as events and counts: the
     one parse both the in-process import and the Spark job (``spark_analysis.import_job``)
     run, so they write the same events."""
     f = FileImport()
     for rec in records:
         f.records += 1
-        hit = K.match(rec)
+        hit = K.match(rec, fmt)
         if hit is None:
-            if K.REPLICATION_WORDS.search(rec.message):
+            # not understood: counted when it reads as replication, or when only the other
+            # --format's kinds would have read it
+            if K.REPLICATION_WORDS.search(rec.message) or (
+                    fmt != "auto" and K.match(rec) is not None):
                 f.unparsed_replication += 1
                 if len(f.samples) < SAMPLES:
                     f.samples.append(f"{rec.file}:{rec.line}: {rec.message[:200]}")
@@ -155,14 +165,15 @@ def import_file(records: Iterator[Record], stats: FileStats, index: int,
 
 
 def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | None = None,
-                cluster: str = "imported", progress: TextIO | None = None) -> ImportResult:
+                cluster: str = "imported", progress: TextIO | None = None,
+                fmt: str = "auto") -> ImportResult:
     """Read ``paths`` in this process and write the trace ``out``; ImportError_ on bad
     input. ``progress``: a stream for the progress bars (reading, by the files' bytes;
     writing, by events), drawn only if it is a terminal."""
     tzinfo = zone(tz)
     files = _inputs(paths)
     check_out(out, [str(f) for f in files])
-    result = ImportResult(out, [str(f) for f in files])
+    result = ImportResult(out, [str(f) for f in files], fmt)
     rows: list[Row] = []
     sizes = [_size(f) for f in files]
     reading = Progress(progress or sys.stderr, sum(sizes), "import: reading", "B",
@@ -179,7 +190,7 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
             done = now
 
         try:
-            one = import_file(read_records(f, tzinfo, stats, moved), stats, i, broker)
+            one = import_file(read_records(f, tzinfo, stats, moved), stats, i, broker, fmt)
         except LogFileError as exc:
             reading.finish()
             raise ImportError_(str(exc)) from None
@@ -263,6 +274,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--broker", type=int,
                         help="the broker id of lines that do not name one ([Log ...] lines)")
     parser.add_argument("--cluster", default="imported", help="a name for the trace")
+    parser.add_argument("--format", choices=K.FORMATS, default="auto",
+                        help="whose controller statements to read: zk (ZooKeeper era), kraft, "
+                             "or auto (both: a cluster's era is found from its lines)")
     parser.add_argument("--engine", choices=("auto", "spark", "process"), default="auto",
                         help="parse in Spark or in this process (auto: Spark for a URI "
                              "or --master)")
@@ -281,7 +295,7 @@ def main(argv: list[str]) -> int:
             res = _spark_import(args, out)
         else:
             res = import_logs(args.logs, out, tz=args.tz, broker=args.broker,
-                              cluster=args.cluster, progress=sys.stderr)
+                              cluster=args.cluster, progress=sys.stderr, fmt=args.format)
     except ImportError_ as exc:
         print(f"isrlab import: {exc}", file=sys.stderr)
         return 2
@@ -292,7 +306,9 @@ def main(argv: list[str]) -> int:
         print(f"  {kind:<26}{n:>8}")
     for s in res.samples[:5]:
         print(f"  not understood: {s}")
-    print(f"brokers seen {sorted(res.brokers) or '-'}\ntrace {res.out}")
+    eras = res.header(0)["eras_seen"]
+    print(f"brokers seen {sorted(res.brokers) or '-'}; controllers' statements seen: "
+          f"{', '.join(eras) or 'none'}\ntrace {res.out}")
     return 0
 
 
@@ -317,7 +333,7 @@ def _spark_import(args: argparse.Namespace, out: str) -> ImportResult:
     if isinstance(spark, str):
         raise ImportError_(spark)
     return import_with_spark(spark, args.logs, out, tz=args.tz, broker=args.broker,
-                             cluster=args.cluster, progress=sys.stderr)
+                             cluster=args.cluster, progress=sys.stderr, fmt=args.format)
 
 
 if __name__ == "__main__":  # pragma: no cover

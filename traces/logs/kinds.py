@@ -109,6 +109,21 @@ class Kind:
     #: the logger class names that may log it (None: any)
     loggers: tuple[str, ...] | None = None
 
+    @property
+    def era(self) -> str | None:
+        """``"kraft"`` for the KRaft controller's statements (``metadata/``), ``"zk"`` for
+        the ZooKeeper controller's and the ZooKeeper ISR writes', None for the brokers'
+        statements both kinds of cluster log."""
+        if self.source.startswith("metadata/"):
+            return "kraft"
+        if self.source.startswith("core/.../controller/") or self.name == "zk_version_stale":
+            return "zk"
+        return None
+
+
+#: ``isrlab import --format``: which controllers' statements are recognised
+FORMATS: Final = ("auto", "zk", "kraft")
+
 
 def _tp(m: re.Match[str], pre: Prefix) -> tuple[str | None, int | None]:
     g = m.groupdict()
@@ -831,10 +846,14 @@ REPLICATION_WORDS: Final = re.compile(
     r"min\.isr|NotEnoughReplicas|[Rr]eplica")
 
 
-def match(rec: Record) -> tuple[Kind, list[Event]] | None:
-    """The kind of a record and its events, or None when no kind matches."""
+def match(rec: Record, fmt: str = "auto") -> tuple[Kind, list[Event]] | None:
+    """The kind of a record and its events, or None when no kind matches. ``fmt`` ``zk`` or
+    ``kraft`` leaves out the other kind of controller's statements (a record only they
+    match is then not understood, and counted as such)."""
     pre = prefix_of(rec.message)
     for kind in KINDS:
+        if fmt != "auto" and kind.era not in (None, fmt):
+            continue
         m = kind.pattern.search(pre.rest) if kind.name == "not_enough_replicas" else (
             kind.pattern.match(pre.rest))
         if m is None and kind.name == "not_enough_replicas":
