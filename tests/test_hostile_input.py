@@ -1,6 +1,8 @@
 """Hostile input (issue 23): every door answers bad input with one line and exit 2, never a
-traceback, never an overwritten input. (More classes of the issue are still open; each test
-here names its class.)"""
+traceback, never an overwritten input. Each test names its class of the issue; the classes
+whose doors are Spark's (analyze on doctored, misnamed or unreachable inputs) are tested in
+tests/spark/test_bad_input.py, the campaign folder's in tests/test_campaign.py, the
+checker's incomplete traces in tests/test_checker.py."""
 
 from __future__ import annotations
 
