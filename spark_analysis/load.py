@@ -88,7 +88,6 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.window import Window
 
 from spark_analysis import scan
 from traces.schema import SCHEMA_VERSION
@@ -679,19 +678,14 @@ def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
                   caches=(*caches, side_all), partitions=n)
 
 
-def _summarize(flagged: DataFrame) -> list[Row]:
+def _summarize(flagged: DataFrame) -> list[dict[str, Any]]:
     """Per file: lines, good lines, bad lines, largest ts_us, line 1 (event, schema, problem),
-    whether it has a run_end, and its last good event. One aggregate over the cached lines."""
+    whether it has a run_end, its last good event, and where its order breaks (``off_at``,
+    ``off_seq``: the first line whose seq is not its place, 0-based; ``end_at``: the place
+    of its first run_end). One aggregate per file and one per split over the cached lines
+    (no sort: a window over every line of a corpus took minutes)."""
     order = F.struct("_block", "_rid")
-    # each line's place in its file: a seq that is not its place is a line deleted,
-    # duplicated or moved (what ``isrlab check`` refuses), as is a line after run_end
-    place = F.row_number().over(Window.partitionBy("trace").orderBy("_block", "_rid")) - 1
-    numbered = flagged.select("*", place.alias("_n"))
-    off = F.col("seq").isNotNull() & (F.col("seq") != F.col("_n"))
-    return numbered.groupBy("trace").agg(
-        F.min(F.when(off, F.col("_n"))).alias("off_at"),
-        F.min_by("seq", F.when(off, F.col("_n"))).alias("off_seq"),
-        F.min(F.when(F.col("event") == "run_end", F.col("_n"))).alias("end_at"),
+    per_file = flagged.groupBy("trace").agg(
         F.count(F.lit(1)).alias("lines"),
         F.count("seq").alias("good"),
         F.count("_problem").alias("bad"),
@@ -700,9 +694,42 @@ def _summarize(flagged: DataFrame) -> list[Row]:
         F.max(F.when(F.col("event") == "run_end", F.lit(True))).alias("has_end"),
         F.max_by("event", F.when(F.col("_problem").isNull(), order)).alias("last_event"),
     ).collect()
+    # in a split, _rid is consecutive: a good line's place is (lines of earlier splits) +
+    # (_rid - the split's first _rid), so every seq is its place when seq - _rid is one
+    # number in the split, that number being (lines before) - (first _rid)
+    d = F.col("seq") - F.col("_rid")
+    per_split = flagged.groupBy("trace", "_block").agg(
+        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"),
+        F.min(d).alias("d_min"), F.max(d).alias("d_max"),
+        F.min(F.when(F.col("event") == "run_end", F.col("_rid"))).alias("end_rid"),
+    ).collect()
+    splits: dict[str, list[Row]] = {}
+    for r in per_split:
+        splits.setdefault(r["trace"], []).append(r)
+    out = []
+    for r in per_file:
+        row = r.asDict()
+        row.update(off_at=None, off_seq=None, end_at=None)
+        before = 0
+        for sp in sorted(splits.get(r["trace"], []), key=lambda x: int(x["_block"])):
+            want = before - int(sp["rid0"])
+            if row["end_at"] is None and sp["end_rid"] is not None:
+                row["end_at"] = before + int(sp["end_rid"]) - int(sp["rid0"])
+            if row["off_at"] is None and sp["d_min"] is not None and not (
+                    sp["d_min"] == sp["d_max"] == want):
+                bad = flagged.where(
+                    (F.col("trace") == r["trace"]) & (F.col("_block") == sp["_block"])
+                    & F.col("seq").isNotNull() & (d != F.lit(want))
+                ).agg(F.min_by("seq", "_rid").alias("seq"), F.min("_rid").alias("rid")).first()
+                assert bad is not None
+                row["off_at"] = before + int(bad["rid"]) - int(sp["rid0"])
+                row["off_seq"] = bad["seq"]
+            before += int(sp["n"])
+        out.append(row)
+    return out
 
 
-def _file_problems(summary: list[Row]) -> list[BadLine]:
+def _file_problems(summary: list[dict[str, Any]]) -> list[BadLine]:
     """Per file: a line 1 that is not a readable ``run_start``, a line whose seq is not its
     place, a line after ``run_end`` (trace skipped), or no ``run_end`` (tail lost)."""
     out: list[BadLine] = []
