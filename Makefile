@@ -19,7 +19,7 @@ demo: $(STAMP)
 	@echo "report: out/demo/report.html"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -12,3 +15,40 @@ if str(ROOT) not in sys.path:
 
 # Spark's local Python workers must be this interpreter (it has msgpack, trio, isrlab).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test`` runs two pytest-xdist workers. The units of work, the long ones given out
+    first:
+
+    * every test under ``tests/spark``: the test JVM and the corpus are session fixtures, one
+      of each, not one per worker (the longest unit);
+    * the modules that read whole catalog runs (``helpers.catalog_trace``), together: the
+      runs are cached for the session, so one worker runs each catalog scenario once;
+    * every other module (its module fixtures stay with it).
+
+    xdist's own ``--dist loadgroup`` would do the first, but it renames node ids through an
+    attribute pytest 9.2 no longer reads (``Item._nodeid``)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LongFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(SPARK):
+                return SPARK
+            module = super()._split_scope(nodeid).split("::")[0]
+            return CATALOG_RUNS if module in CATALOG_READERS else module
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for scope in (CATALOG_RUNS, SPARK):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return LongFirst(config, log)
+
+
+SPARK = "tests/spark/"
+CATALOG_RUNS = "catalog runs"
+CATALOG_READERS = frozenset(f"tests/{m}.py" for m in (
+    "test_catalog", "test_reassignment", "test_catalog_scenarios", "test_topic_changes"))

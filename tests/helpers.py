@@ -28,15 +28,26 @@ def run_to_bytes(scenario: str, seed: int, overrides: list[str] | None = None
     return res, buf.getvalue()
 
 
+def catalog_trace(name: str, *overrides: str, seed: int | None = None) -> bytes:
+    """The trace of catalog scenario ``name`` run with its own seed (or ``seed``) and
+    ``overrides``, kept for the session as bytes: the catalog's tests, the reassignment and
+    scenario tests read the same runs, and each is run once."""
+    return _run_once(name, overrides, load(name, list(overrides))["seed"] if seed is None
+                     else seed)
+
+
+@cache
+def _run_once(name: str, overrides: tuple[str, ...], seed: int) -> bytes:
+    buf = io.BytesIO()
+    res = run(load(name, list(overrides)), seed, None, writer=TraceWriter(None, buffer=buf))
+    assert res.status == "ok", res.error
+    return buf.getvalue()
+
+
 @cache
 def catalog_events(name: str, *overrides: str) -> tuple[dict[str, Any], ...]:
-    """Every event of catalog scenario ``name`` run with its own seed (and ``overrides``),
-    kept for the session: several tests read one run."""
-    sc = load(name, list(overrides))
-    buf = io.BytesIO()
-    res = run(sc, sc["seed"], None, writer=TraceWriter(None, buffer=buf))
-    assert res.status == "ok", res.error
-    return tuple(orjson.loads(line) for line in buf.getvalue().splitlines())
+    """Every event of :func:`catalog_trace` (several tests read one run)."""
+    return tuple(orjson.loads(line) for line in catalog_trace(name, *overrides).splitlines())
 
 
 def events(data: bytes) -> list[dict[str, Any]]:

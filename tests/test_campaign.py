@@ -240,16 +240,3 @@ def test_campaign_stops_cleanly_on_a_signal_with_valid_results(
     seeds = [r["seed"] for r in rows]
     assert 1 <= len(seeds) < 500 and len(set(seeds)) == len(seeds)
     assert not list((out / "tmp").iterdir())
-
-
-@pytest.mark.spark
-def test_campaign_on_spark_writes_the_same_rows_as_the_process_pool(tmp_path: Path) -> None:
-    common = ["default", "--seeds", "1:3", *TINY, *NOTHING_FORBIDDEN]
-    assert main([*common, "--out", str(tmp_path / "pool"), "--jobs", "2"]) == 0
-    assert main([*common, "--out", str(tmp_path / "spark"), "--spark", "local[2]"]) == 0
-    pool = {r["seed"]: r for r in rows_of(tmp_path / "pool")}
-    spark = {r["seed"]: r for r in rows_of(tmp_path / "spark")}
-    assert sorted(spark) == [1, 2, 3]
-    for seed, row in spark.items():
-        assert set(row) == set(pool[seed])
-        assert row["digest"] == pool[seed]["digest"]

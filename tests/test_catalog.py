@@ -3,16 +3,14 @@ is gone under the era that fixed it (KAFKA_REFERENCE section 2, verdicts of sect
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import orjson
 import pytest
+from helpers import catalog_trace
 
-from emulator.cluster import run
 from emulator.scenario import SCENARIO_DIR, load
 from traces.checker import CheckResult, check_events
-from traces.writer import TraceWriter
 
 CATALOG = sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
 BUGS = [n for n in CATALOG if load(n)["expect"]["anomalies"]]
@@ -22,12 +20,8 @@ FIXED = [(n, f if isinstance(f, list) else [f]) for n in BUGS
 
 def _check(name: str, overrides: list[str] | None = None, seed: int | None = None
            ) -> CheckResult:
-    sc = load(name, overrides or [])
-    buf = io.BytesIO()
-    res = run(sc, sc["seed"] if seed is None else seed, None,
-              writer=TraceWriter(None, buffer=buf))
-    assert res.status == "ok", res.error
-    return check_events(orjson.loads(line) for line in buf.getvalue().splitlines())
+    data = catalog_trace(name, *(overrides or []), seed=seed)
+    return check_events(orjson.loads(line) for line in data.splitlines())
 
 
 @pytest.mark.parametrize("name", BUGS)

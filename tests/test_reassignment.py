@@ -6,7 +6,6 @@ it was removed. The controller's rules alone are
 
 from __future__ import annotations
 
-import io
 import sys
 from functools import cache
 from pathlib import Path
@@ -14,13 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import catalog_trace
 
 from actors.messages import NONE, AlterPartitionReassignments, AlterPartitionReassignmentsResponse
 from actors.reassignment import Assignment, start
-from emulator.cluster import run
 from emulator.scenario import ScenarioError, load
 from traces.checker import check_events
-from traces.writer import TraceWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
 
@@ -40,12 +38,8 @@ def _reassign(ctx: Ctx, *parts: tuple[int, tuple[int, ...]]) -> dict[int, str]:
 
 @cache
 def _events(name: str, *overrides: str, seed: int | None = None) -> tuple[Event, ...]:
-    sc = load(name, list(overrides))
-    buf = io.BytesIO()
-    res = run(sc, sc["seed"] if seed is None else seed, None,
-              writer=TraceWriter(None, buffer=buf))
-    assert res.status == "ok", res.error
-    return tuple(orjson.loads(x) for x in buf.getvalue().splitlines())
+    data = catalog_trace(name, *overrides, seed=seed)
+    return tuple(orjson.loads(x) for x in data.splitlines())
 
 
 def _of(evs: tuple[Event, ...], event: str, **match: Any) -> list[Event]:

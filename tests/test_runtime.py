@@ -23,25 +23,41 @@ ROOT = Path(__file__).resolve().parent.parent
 ISRLAB = [sys.executable, "-m", "emulator.cli"]
 
 
-def _digest_in_subprocess(seed: int, hashseed: str, tmp: Path) -> str:
-    out = tmp / f"s{seed}-{hashseed}.jsonl"
-    args = [*ISRLAB, "run", "default", "--seed", str(seed), "--out", str(out)]
-    for s in FAULTY:
-        args += ["--set", s]
-    env = dict(os.environ, PYTHONHASHSEED=hashseed)
-    subprocess.run(args, cwd=ROOT, env=env, check=False, capture_output=True)
-    return hashlib.sha256(out.read_bytes()).hexdigest()
+#: ``isrlab run`` for each seed in one interpreter (argv: out folder, seeds...), the CLI's own
+#: entry point; one interpreter per hash seed, the two side by side on the two cores
+_RUN_SEEDS = """
+import sys
+from emulator.cli import main
+sets = [arg for s in FAULTY for arg in ("--set", s)]
+for seed in sys.argv[2:]:
+    code = main(["run", "default", "--seed", seed, "--out", f"{sys.argv[1]}/s{seed}.jsonl", *sets])
+    if code:
+        sys.exit(code)
+"""
 
 
 def test_same_seed_gives_byte_identical_traces_across_processes_and_hash_seeds(
         tmp_path: Path) -> None:
-    """20 seeds with faults on, two processes each with different PYTHONHASHSEED."""
+    """20 seeds with faults on, run by two interpreters with different PYTHONHASHSEED (each
+    runs the 20 in turn, so no state may leak from one run into the next either)."""
+    seeds = [str(s) for s in range(1, 21)]
+    script = f"FAULTY = {FAULTY!r}\n{_RUN_SEEDS}"
+    procs = []
+    for hashseed in ("0", "12345"):
+        (tmp_path / hashseed).mkdir()
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path / hashseed), *seeds], cwd=ROOT,
+            env=dict(os.environ, PYTHONHASHSEED=hashseed), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE))
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()
     digests = {}
-    for seed in range(1, 21):
-        a = _digest_in_subprocess(seed, "0", tmp_path)
-        b = _digest_in_subprocess(seed, "12345", tmp_path)
+    for seed in seeds:
+        a = (tmp_path / "0" / f"s{seed}.jsonl").read_bytes()
+        b = (tmp_path / "12345" / f"s{seed}.jsonl").read_bytes()
         assert a == b, f"seed {seed}: traces differ across processes"
-        digests[seed] = a
+        digests[seed] = hashlib.sha256(a).hexdigest()
     assert len(set(digests.values())) == 20, "different seeds must give different traces"
 
 

@@ -10,20 +10,23 @@ JVM is one error quoting its reason, and the later Spark tests are skipped. Ever
 folder is marked ``spark``; run them with ``pytest tests/spark`` or skip them with
 ``-m "not spark"``.
 
-Corpus (``corpus`` fixture): traces the emulator writes during the test session into a
-temporary folder (generated traces are never committed):
+Corpus (``corpus`` fixture), in a temporary folder:
 
-* the catalog: every ``scenarios/*.toml`` with its default seed;
-* ``RANDOM_RUNS`` random-seed runs: ``safe-acks-all`` and ``default`` with random nemeses
-  (kill, power loss, partition, pause, isolated leader, delay, drop), short runs, across
-  protocol eras, acks and min ISR, so that anomalies occur in some of them;
+* the catalog: the regression suite's recorded trace of every ``scenarios/*.toml`` (and its
+  three recorded random-nemesis runs), copied from ``tests/regressions``; ``test_regress``
+  proves each is byte for byte what its scenario writes today, so running the catalog again
+  here would only repeat that work (it was most of this fixture's six minutes);
+* ``RANDOM_RUNS`` random-seed runs written during the test session (never committed):
+  ``safe-acks-all`` and ``default`` with random nemeses (kill, power loss, partition, pause,
+  isolated leader, delay, drop), short runs, across protocol eras, acks and min ISR, so that
+  anomalies occur in some of them;
 * the hand-built catalogue of ``tracebuild`` (every anomaly expression non-zero somewhere).
 
-Runs go to a process pool of 2 (``forkserver``), each worker running ``faults.campaign.run_seed``
-(the emulator, then ``traces.checker.check_file`` on the trace: the checker's counts come
-back with the row). Generation starts when the Spark fixture is first requested, so it
-overlaps the JVM start and the small tests. Spark then reads the whole folder in one load
-and computes the anomaly table (``analyses.Analysis``) once.
+The random runs go to a process pool of 2 (``forkserver``), each worker running
+``faults.campaign.run_seed`` (the emulator, then ``traces.checker.check_file`` on the trace:
+the checker's counts come back with the row). Generation starts when the Spark fixture is
+first requested, so it overlaps the JVM start and the small tests. Spark then reads the
+whole folder in one load and computes the anomaly table (``analyses.Analysis``) once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import contextlib
 import io
 import json
 import multiprocessing
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,6 +55,7 @@ from spark_analysis import analyses as A
 from spark_analysis.cli import main
 from spark_analysis.load import Loaded, load_traces
 from spark_analysis.session import QUICK_JVM_OPTIONS
+from traces import regress
 from traces.checker import check_file
 from traces.integrity import seal
 
@@ -98,16 +103,11 @@ _generation: dict[str, Any] = {}
 
 
 def _start_generation(folder: Path) -> None:
-    """Submit every run to a pool of 2; the longest (the catalog's reference) first."""
+    """Submit every random run to a pool of 2."""
     if _generation:
         return
     pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver"))
     futures: list[tuple[cf.Future[dict[str, Any]], str, str]] = []
-    catalog = sorted(ROOT.glob("scenarios/*.toml"), key=lambda p: p.stem != "reference")
-    for path in catalog:
-        sc = load_scenario(str(path))
-        job = Job(sc=sc, out_dir=str(folder / "catalog" / path.stem), keep_all=True)
-        futures.append((pool.submit(run_seed, job, sc["seed"]), "catalog", path.stem))
     for i, (name, sets, seeds) in enumerate(RANDOM_CONFIGS):
         sc = load_scenario(name, [*SHORT, *sets])
         job = Job(sc=sc, out_dir=str(folder / "random" / f"{name}-{i}"), keep_all=True)
@@ -164,6 +164,14 @@ def corpus(spark: SparkSession) -> Corpus:
         trace = str(Path(row["trace"]).resolve())
         expected[trace], kind[trace], scenario[trace] = row["anomalies"], k, name
     _generation["pool"].shutdown()
+    (folder / "catalog").mkdir()
+    for entry in regress.load_index(regress.DEFAULT_DIR):
+        path = folder / "catalog" / entry["file"]
+        shutil.copyfile(regress.DEFAULT_DIR / entry["file"], path)
+        key = str(path.resolve())
+        expected[key] = check_file(path).anomalies
+        kind[key] = "catalog" if entry["kind"] == "catalog" else "recorded"
+        scenario[key] = entry["scenario"]
     for i, (name, trace) in enumerate(sorted(catalogue().items())):
         suffix = ".jsonl.gz" if i % 3 == 1 else ".jsonl"
         (folder / "handmade").mkdir(exist_ok=True)

@@ -1,7 +1,8 @@
 """Spark's anomaly counts equal the checker's, trace by trace and in total (issue #6).
 
-The corpus (``conftest.corpus``) is every catalog scenario with its default seed, 220
-random-seed emulator runs and the hand-built catalogue, read by Spark in one load of one
+The corpus (``conftest.corpus``) is the recorded trace of every catalog scenario (the
+regression suite's, which ``test_regress`` replays byte for byte), 220 random-seed emulator
+runs and the hand-built catalogue, read by Spark in one load of one
 folder; the expected counts are ``traces.checker.check_file`` on each file (``isrlab check``).
 DataFrames are compared with ``pyspark.testing.assertDataFrameEqual``.
 """
@@ -44,7 +45,7 @@ def test_spark_counts_equal_checker_counts_per_trace(spark: SparkSession, corpus
 
 def test_spark_totals_equal_checker_totals_and_anomalies_occur(corpus: Corpus) -> None:
     rows = [r.asDict() for r in corpus.wide.collect()]
-    for kind in ("catalog", "random", "handmade"):
+    for kind in ("catalog", "recorded", "random", "handmade"):
         traces = {t for t, k in corpus.kind.items() if k == kind}
         got = {a: sum(int(r[a]) for r in rows if r["trace"] in traces) for a in ANOMALIES}
         want = {a: sum(corpus.expected[t][a] for t in traces) for a in ANOMALIES}

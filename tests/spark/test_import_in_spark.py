@@ -14,6 +14,8 @@ from spark_analysis.import_job import import_with_spark
 from traces.checker import check_file
 from traces.logs.importer import ImportError_, import_logs
 
+pytestmark = pytest.mark.spark
+
 LOGS = Path(__file__).resolve().parents[1] / "data" / "kafka_logs"
 
 

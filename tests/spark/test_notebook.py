@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from emulator.cli import main as isrlab
+from spark_analysis.session import QUICK_JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
 NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "notebook.ipynb"
@@ -33,6 +34,12 @@ def test_the_example_notebook_runs_top_to_bottom_on_the_demo_trace(
     monkeypatch.setenv("ISRLAB_TRACE", str(trace))
     monkeypatch.setenv("ISRLAB_WORK", str(tmp_path))
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    # the kernel's own JVM starts as the test JVM does (C1 only, serial GC): spark-submit
+    # reads spark-defaults.conf from SPARK_CONF_DIR; the notebook's code is left as it is
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {QUICK_JVM_OPTIONS}\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
         "commit the notebook without outputs"

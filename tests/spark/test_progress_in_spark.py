@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyspark.sql import SparkSession
 
 from spark_analysis.progress import SparkProgress
+
+pytestmark = pytest.mark.spark
 
 
 class Terminal(io.StringIO):

@@ -19,6 +19,8 @@ from spark_analysis.load import HOT_EVENTS, SIDE_EVENTS
 from spark_analysis.scan import HOT, SIDE, SUMMARY, read_lines, scan_file
 from traces.integrity import seal
 
+pytestmark = pytest.mark.spark
+
 
 def _scan(path: Path) -> tuple[dict[str, object], pa.Table]:
     batches = list(scan_file(str(path), str(path)))
