@@ -17,6 +17,20 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+_WORKER_LINES: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """What a worker hands back for the end of the run (the Spark worker: its JVM's line)."""
+    _WORKER_LINES.extend(getattr(node, "workeroutput", {}).get("spark_jvm", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _WORKER_LINES:
+        terminalreporter.write_line(line)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``make test`` runs two pytest-xdist workers. The units of work, the long ones given out

@@ -142,14 +142,31 @@ def _jvm_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     yield from guard(request)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line on the test JVM: its code cache's peak against what is reserved, its log."""
+def _jvm_lines() -> list[str]:
+    """One line per test JVM: its state, its code cache's peak against what is reserved,
+    its log."""
+    lines = []
     for watch in _watch:
         cc = watch.last
         figure = (f"code cache peak {cc.peak / MIB:.0f} MiB of {cc.reserved / MIB:.0f} MiB"
                   if cc is not None else "code cache not read")
         state = f"died: {watch.death}" if watch.death else "healthy"
-        terminalreporter.write_line(f"Spark test JVM: {state}; {figure}; log {watch.log}")
+        lines.append(f"Spark test JVM: {state}; {figure}; log {watch.log}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The JVM's line at the end of a run in one process."""
+    for line in _jvm_lines():
+        terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist the Spark worker has no terminal: it hands the line to the
+    controller (``workeroutput``), which prints it (``tests/conftest.py``)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["spark_jvm"] = _jvm_lines()
 
 
 @pytest.fixture(scope="session")
