@@ -45,9 +45,11 @@ def _run_once(name: str, overrides: tuple[str, ...], seed: int) -> bytes:
 
 
 @cache
-def catalog_events(name: str, *overrides: str) -> tuple[dict[str, Any], ...]:
+def catalog_events(name: str, *overrides: str, seed: int | None = None
+                   ) -> tuple[dict[str, Any], ...]:
     """Every event of :func:`catalog_trace` (several tests read one run)."""
-    return tuple(orjson.loads(line) for line in catalog_trace(name, *overrides).splitlines())
+    return tuple(orjson.loads(line)
+                 for line in catalog_trace(name, *overrides, seed=seed).splitlines())
 
 
 def events(data: bytes) -> list[dict[str, Any]]:

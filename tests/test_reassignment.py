@@ -7,13 +7,11 @@ it was removed. The controller's rules alone are
 from __future__ import annotations
 
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from helpers import catalog_trace
+from helpers import catalog_events
 
 from actors.messages import NONE, AlterPartitionReassignments, AlterPartitionReassignmentsResponse
 from actors.reassignment import Assignment, start
@@ -36,10 +34,7 @@ def _reassign(ctx: Ctx, *parts: tuple[int, tuple[int, ...]]) -> dict[int, str]:
     return {p: err for _, p, err in resp.results}
 
 
-@cache
-def _events(name: str, *overrides: str, seed: int | None = None) -> tuple[Event, ...]:
-    data = catalog_trace(name, *overrides, seed=seed)
-    return tuple(orjson.loads(x) for x in data.splitlines())
+_events = catalog_events
 
 
 def _of(evs: tuple[Event, ...], event: str, **match: Any) -> list[Event]:

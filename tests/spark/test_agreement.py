@@ -2,8 +2,8 @@
 
 The corpus (``conftest.corpus``) is the recorded trace of every catalog scenario (the
 regression suite's, which ``test_regress`` replays byte for byte), 220 random-seed emulator
-runs and the hand-built catalogue, read by Spark in one load of one
-folder; the expected counts are ``traces.checker.check_file`` on each file (``isrlab check``).
+runs and the hand-built catalogue, read by Spark in one load of one folder; the expected
+counts are ``traces.checker.check_file`` on each file (``isrlab check``).
 DataFrames are compared with ``pyspark.testing.assertDataFrameEqual``.
 """
 
