@@ -114,6 +114,9 @@ DELEGATED: dict[str, tuple[str, str]] = {
                  "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
     "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
                "[--budget N] [--anomaly NAME]"),
+    "explore": ("faults.explore_cli",
+                "bounded exhaustive exploration: isrlab explore SCENARIO [--max-faults K] "
+                "[--depth N] [--strategy bfs|dfs|pct] [--budget 600s|5000] [--out DIR] [--json]"),
     "compare": ("faults.compare", "one fault schedule under every era and bug: isrlab compare "
                 "SCENARIO [--eras all|E,..] [--bugs own|all|none|B,..] [--seeds A:B] [--json]"),
     "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),

@@ -51,6 +51,8 @@ from actors.messages import (
 from actors.producer import Producer, ProducerConfig
 from actors.replica import Replica, ReplicaConfig
 from actors.replica_manager import ReplicaManager
+from emulator.choice import Driver, Oracle, ScriptedOracle, Window
+from emulator.digest import History, cluster_digest
 from emulator.network import DelayDist, Network
 from emulator.rng import RngTree
 from emulator.scenario import consumer_node, producer_node
@@ -83,7 +85,8 @@ class Cluster:
     """The simulated world: nodes, their disks, the network, and the fault hooks."""
 
     def __init__(self, sc: dict[str, Any], seed: int, writer: TraceWriter, *,
-                 clock: str = "virtual", trace_messages: bool = False) -> None:
+                 clock: str = "virtual", trace_messages: bool = False,
+                 oracle: Oracle | None = None) -> None:
         self.sc = sc
         self.seed = seed
         self.rng = RngTree(seed)
@@ -137,6 +140,18 @@ class Cluster:
         self.plan += generate(sc, self.rng.child("nemesis"), swarm=sc["faults"]["swarm"])
         self.plan.sort(key=lambda f: float(f["at_s"]))
         self.phase = "workload"
+        # choice points (emulator.choice): an explorer's oracle, or the schedule the
+        # scenario carries (a witness of isrlab explore)
+        explore = sc.get("explore")
+        if oracle is None and explore is not None and "choices" in explore:
+            oracle = ScriptedOracle(explore["choices"])
+        if oracle is not None:
+            if explore is None:
+                raise ValueError("choice points need the scenario's [explore] table")
+            history = History()
+            writer.tap = history
+            self.sched.chooser = Driver(self, Window.of(explore), oracle,
+                                        lambda: cluster_digest(self, history))
 
     # -- assembly ----------------------------------------------------------------------------
     def _create_offsets_topic(self) -> None:
@@ -716,12 +731,13 @@ class Cluster:
 
 
 def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual",
-        writer: TraceWriter | None = None, trace_messages: bool = False) -> RunResult:
+        writer: TraceWriter | None = None, trace_messages: bool = False,
+        oracle: Oracle | None = None) -> RunResult:
     """Run a resolved scenario with ``seed``; always leaves a trace ending in run_end.
     ``trace_messages`` adds a line per message sent and received (emulator.msgtrace)."""
     wall0 = time.perf_counter()
     w = writer or TraceWriter(out)
-    cluster = Cluster(sc, seed, w, clock=clock, trace_messages=trace_messages)
+    cluster = Cluster(sc, seed, w, clock=clock, trace_messages=trace_messages, oracle=oracle)
     w.start(seed=seed, scenario=sc, fault_plan=cluster.plan, protocol=sc["protocol"],
             **({"trace_messages": True} if trace_messages else {}))
     status, error = "ok", None

@@ -254,7 +254,9 @@ EXPECT: dict[str, Key] = {
 }
 
 SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect",
-            "catalog", "admin")
+            "catalog", "admin", "explore")
+#: a field path's section, as a regular expression group
+_SECTION = "(" + "|".join(SECTIONS) + ")"
 
 ADMIN: dict[str, Key] = {
     "at_s": Key(NUM, None, _nonneg),
@@ -269,6 +271,20 @@ CATALOG: dict[str, Key] = {
     "fixed": Key((list,), [], _overrides),   # --set overrides under which the bug is gone
     "random": Key((list,), [], _overrides),  # --set overrides for its random-fault mode
 }
+
+#: ``[explore]``: the bounds of ``isrlab explore`` on this scenario, and a schedule to run
+#: (emulator.choice); present in the resolved scenario only when the file has the table
+EXPLORE: dict[str, Key] = {
+    "set": Key((list,), [], _overrides),    # --set overrides making the small variant
+    "from_s": Key(NUM, 0.0, _nonneg),       # the window opens (simulated seconds)
+    "depth": Key(INT, 20, _between(0, 100_000, "choice points")),
+    "max_faults": Key(INT, 2, _between(0, 100, "faults")),
+    "max_reorders": Key(INT, 1, _between(0, 100_000, "reorderings")),
+    "horizon_ms": Key(NUM, 0.0, _nonneg),
+    "faults": Key((list,), [], _strings),   # candidate faults: "crash broker-2", ...
+}
+# and ``choices``, a schedule: [{point, option, label}, ...] (only when given: a scenario
+# without one is not driven)
 
 
 class _Source:
@@ -318,8 +334,7 @@ class _Source:
             key = m.group(3)
             return ScenarioError(self.file, path, message,
                                  self.line_in_element(m.group(1), int(m.group(2)), key))
-        key = re.sub(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
-                     r"(\[\d+\])?\.", "", path)
+        key = re.sub(rf"^{_SECTION}(\[\d+\])?\.", "", path)
         key = re.sub(r"^(delay|plan\[\d+\])\.", "", key)
         return ScenarioError(self.file, path, message, self.line_of(key))
 
@@ -503,6 +518,8 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
                             f"{matching[0]['partitions']} partitions")
         admin.append(act)
     sc["admin"] = admin
+    if "explore" in raw:
+        sc["explore"] = _check_explore(src, raw["explore"], sc)
     for i, fe in enumerate(plan):
         _check_target(src, f"faults.plan[{i}]", fe, sc)
         if fe["at_s"] >= sc["duration_s"] + sc["heal_s"]:
@@ -517,6 +534,43 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
             raise src.error(f"faults.plan[{i}].target",
                             f"a cut between {targets[0]} and itself cuts nothing")
     return sc
+
+
+def _check_explore(src: _Source, table: Any, sc: dict[str, Any]) -> dict[str, Any]:
+    from emulator.choice import parse_fault
+
+    choices = table.pop("choices", None) if isinstance(table, dict) else None
+    ex = _check_table(src, "explore", table, EXPLORE)
+    nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1))}
+    parts = _partition_names(sc)
+    for i, text in enumerate(ex["faults"]):
+        try:
+            _kind, targets = parse_fault(text)
+        except ValueError as exc:
+            raise src.error(f"explore.faults[{i}]", str(exc)) from None
+        for t in targets:
+            if t.startswith("leader:") and t[7:] in parts:
+                continue
+            if t not in nodes:
+                raise src.error(f"explore.faults[{i}]",
+                                f"unknown target {t!r} (a broker, controller, or "
+                                f"leader:<topic>-<p>)")
+    if choices is not None:
+        if not isinstance(choices, list):
+            raise src.error("explore.choices", "must be an array of tables")
+        for i, c in enumerate(choices):
+            if (not isinstance(c, dict) or set(c) - {"point", "option", "label"}
+                    or not isinstance(c.get("point"), int) or c["point"] < 0
+                    or not isinstance(c.get("option"), int) or c["option"] < 1
+                    or not isinstance(c.get("label", ""), str)):
+                raise src.error(f"explore.choices[{i}]",
+                                "must be a table {point = P >= 0, option = K >= 1, "
+                                "label = \"...\"}")
+        points = [c["point"] for c in choices]
+        if points != sorted(set(points)):
+            raise src.error("explore.choices", "points must be increasing, each once")
+        ex["choices"] = choices
+    return ex
 
 
 def _partition_names(sc: dict[str, Any]) -> set[str]:
@@ -724,9 +778,7 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
         parsed = value   # a bare word: take it as a string
     except RecursionError:
         raise ScenarioError("--set", _short(item), "value nested too deeply") from None
-    m = re.match(r"^(cluster|network|faults|expect|catalog|topics|producers|consumers|admin)"
-                 r"(\[(\d+)\])?\.(.+)$",
-                 key)
+    m = re.match(rf"^{_SECTION}(\[(\d+)\])?\.(.+)$", key)
     if m is None:
         raw[key] = parsed
         return key

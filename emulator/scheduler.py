@@ -43,6 +43,7 @@ import trio
 from actors.core import CancelTimer, Emit, Machine, Send, Timer
 from actors.messages import ConnectionReset
 from actors.wire import Codec, FrameError, decode
+from emulator.choice import Driver
 from emulator.msgtrace import describe
 from emulator.network import Network
 from traces.writer import TraceWriter
@@ -124,6 +125,8 @@ class Scheduler:
         self._msg_count = 0
         self._msg_ids: dict[int, int] = {}
         self._held_ids: dict[int, int] = {}
+        #: the choice points of an explored run (emulator.choice.Driver), or None
+        self.chooser: Driver | None = None
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -447,7 +450,9 @@ class Scheduler:
             if entries[heap[0] & SEQ_MASK][0] == CANCELLED:
                 del entries[heappop(heap) & SEQ_MASK]
                 continue
-            t = heap[0] >> SEQ_BITS
+            # an explored run may have delivered a later entry first (emulator.choice):
+            # the earlier ones are late, and the clock never goes back
+            t = max(heap[0] >> SEQ_BITS, self.now)
             if self.clock == "real" and t > self._paced:
                 self._sleep_to = t
                 self._wakeup.set()
@@ -458,19 +463,28 @@ class Scheduler:
                 continue
             batch: list[tuple[Any, ...]] = []
             seqs: list[int] = []   # the heap seq of each delivery (message tracing only)
-            end = (t + 1) << SEQ_BITS
-            while heap and heap[0] < end:
-                kind = entries[heap[0] & SEQ_MASK][0]
-                if kind == CONTROL:
-                    break
-                seq = heappop(heap) & SEQ_MASK
-                entry = entries.pop(seq)
-                if kind == DELIVER:
-                    batch.append(entry)
-                    if tracing:
-                        seqs.append(seq)
-                elif tracing:
-                    self._msg_ids.pop(seq, None)
+            if self.chooser is not None and self.chooser.active(t):
+                key = self._choose()
+                if key < 0:
+                    continue   # a fault started, or the run was pruned: look again
+                self.now = max(t, key >> SEQ_BITS)
+                seq = key & SEQ_MASK
+                batch.append(entries.pop(seq))
+                seqs.append(seq)
+            else:
+                end = (t + 1) << SEQ_BITS
+                while heap and heap[0] < end:
+                    kind = entries[heap[0] & SEQ_MASK][0]
+                    if kind == CONTROL:
+                        break
+                    seq = heappop(heap) & SEQ_MASK
+                    entry = entries.pop(seq)
+                    if kind == DELIVER:
+                        batch.append(entry)
+                        if tracing:
+                            seqs.append(seq)
+                    elif tracing:
+                        self._msg_ids.pop(seq, None)
             results: list[list[tuple[Machine, list[Outbound]]] | None] = [None] * len(batch)
             self._results = results
             pending = 0
@@ -513,6 +527,50 @@ class Scheduler:
                 self._pending = pending
                 return
             del results
+
+    def candidates(self) -> list[int]:
+        """The heap keys an explored run may deliver next (emulator.choice): the first
+        entry of each channel — a directed node pair, or one actor's timers — due within
+        the horizon of the earliest, and before the next control entry; earliest first."""
+        assert self.chooser is not None
+        heap = self._heap
+        entries = self._entries
+        limit = (max(heap[0] >> SEQ_BITS, self.now) + self.chooser.window.horizon_us + 1
+                 ) << SEQ_BITS
+        out: list[int] = []
+        channels: set[tuple[str, ...]] = set()
+        for key in sorted(k for k in heap if k < limit):
+            kind, dst, src = entries[key & SEQ_MASK][:3]
+            if kind == CONTROL:
+                break
+            if kind == CANCELLED:
+                continue
+            channel = ("timer", *dst) if src == dst else (src[0], dst[0])
+            if channel not in channels:
+                channels.add(channel)
+                out.append(key)
+        return out
+
+    def _choose(self) -> int:
+        """Ask the driver which candidate goes next; take it off the heap. -1 when the
+        driver started a fault or pruned the run instead."""
+        assert self.chooser is not None
+        keys = self.candidates()
+        entries = self._entries
+        described = []
+        for key in keys:
+            _, dst, src, frame, _h = entries[key & SEQ_MASK]
+            described.append((f"{src[0]}/{src[1]}", f"{dst[0]}/{dst[1]}", frame))
+        i = self.chooser.decide(described)
+        if i < 0:
+            return -1
+        key = keys[i]
+        if key == self._heap[0]:
+            heapq.heappop(self._heap)
+        else:
+            self._heap.remove(key)
+            heapq.heapify(self._heap)
+        return key
 
     def _drop(self, src: tuple[str, str], dst: tuple[str, str], frame: bytes, reason: str
               ) -> None:

@@ -24,7 +24,7 @@ import gzip
 import hashlib
 import io
 import os
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -112,6 +112,9 @@ class TraceWriter:
         ).bind()
         self.closed = False
         self.last_ts_us = 0
+        #: sees every event as it is written (``isrlab explore`` keeps the history it
+        #: digests this way: emulator.digest.History)
+        self.tap: Callable[[str, dict[str, Any], str], None] | None = None
 
     # -- structlog processor ----------------------------------------------------------------
     @staticmethod
@@ -127,6 +130,8 @@ class TraceWriter:
     def emit(self, ts_us: int, node: str, actor: str, event: str, fields: dict[str, Any]
              ) -> None:
         self.last_ts_us = ts_us
+        if self.tap is not None:
+            self.tap(event, fields, node)
         self._log.line({"seq": self._sink.count, "ts_us": ts_us, "event": event, "node": node,
                         "actor": actor, **fields})
 

@@ -1,0 +1,269 @@
+"""Choice points: where a run may go another way, and who decides (``isrlab explore``).
+
+Design note
+-----------
+An ordinary run has exactly one schedule: the scheduler delivers every entry due at the
+earliest instant, in commit order, and faults start when the plan says. For systematic
+exploration (faults/explore.py) the same runtime exposes the decisions it makes silently as
+*choice points*, and an :class:`Oracle` takes them. Nothing in the actors changes: a run
+under a choice sequence is an ordinary run with an ordinary trace, which ``replay``,
+``check``, ``shrink``, ``explain`` and ``report`` read unchanged.
+
+Where the points are. Inside the *window* of a scenario's ``[explore]`` table — from
+``from_s`` on, for ``depth`` points, during the workload phase — the scheduler delivers one
+entry at a time instead of a whole instant's batch, and before each delivery it asks the
+:class:`Driver`. The options at a point, in a canonical order:
+
+0. deliver the entry an ordinary run delivers next (the earliest; ties by commit order);
+1. deliver another *candidate* instead — the first undelivered entry of another channel due
+   within ``horizon_ms`` of the earliest (a channel is a directed node pair for frames, so
+   every TCP link stays FIFO, or one actor's own timers). Delivering an entry due later
+   moves the clock to its time: every other entry, the earliest included, arrives late —
+   a message delayed past another node's timer, or a timer that fires late. At most
+   ``max_reorders`` such choices per run;
+2. start one of the scenario's candidate faults (``[explore] faults``: ``"crash broker-2"``,
+   ``"power_loss leader:orders-0"``, ``"isolate broker-1"``, ``"pause broker-1"``, ``"cut
+   broker-1 broker-2"``), at most ``max_faults`` per run, only where it acts (a down node is
+   not crashed again); and its revert while it holds (``restart``, ``resume``, ``heal``),
+   which does not count against ``max_faults``. A fault is a point of its own: after it the
+   scheduler looks again, and the next point decides the delivery.
+
+Outside the window the run is an ordinary one, batch by batch; so a run whose oracle takes
+option 0 everywhere is the scenario's ordinary run with single-entry batches in the window
+(the same deliveries in the same order: a batch is committed in delivery order anyway).
+
+A schedule (the ``choices`` of ``[explore]``) lists only the points where an option other
+than 0 was taken — ``{point, option, label}`` — and :class:`ScriptedOracle` replays it,
+refusing one whose label no longer matches what the point offers (the code changed under
+it). Every non-default choice is traced (``choice`` from ``sim/explore``), so a trace says
+where its run left the ordinary schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from actors.wire import FrameError, decode
+
+if TYPE_CHECKING:
+    from emulator.cluster import Cluster
+
+US: Final = 1_000_000
+#: an oracle's answer that ends the run at this point (its state was explored before)
+PRUNE: Final = -1
+#: the fault kinds a candidate fault may name, and the revert each one has
+FAULT_REVERT: Final = {"crash": "restart", "power_loss": "restart", "shutdown": "restart",
+                       "pause": "resume", "isolate": "heal", "partition": "heal",
+                       "cut": "heal"}
+
+
+class ChoiceError(ValueError):
+    """A schedule that does not fit the run it is replayed on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One way a point can go: ``kind`` "deliver" (``index`` into the candidates) or
+    "fault" (``plan``: the plan entry it starts); ``label`` names it in traces and
+    schedules."""
+
+    kind: str
+    label: str
+    index: int = 0
+    plan: dict[str, Any] | None = None
+    #: a fault that counts against max_faults (its revert does not)
+    counts: bool = False
+
+
+class Oracle(Protocol):
+    """Takes the decisions at the points of one run."""
+
+    def pick(self, point: int, options: list[Option], state: Callable[[], bytes],
+             left: tuple[int, int]) -> int:
+        """The index of the option taken, or :data:`PRUNE`. ``state()`` computes the
+        canonical digest of the whole cluster (emulator.digest) and of what the run's own
+        faults hold, only when asked for; ``left`` is the (faults, reorderings) the run may
+        still choose."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The bounds of ``[explore]``, resolved."""
+
+    from_us: int
+    depth: int
+    max_faults: int
+    max_reorders: int
+    horizon_us: int
+    faults: tuple[str, ...]
+
+    @classmethod
+    def of(cls, table: dict[str, Any]) -> Window:
+        return cls(int(float(table["from_s"]) * US), int(table["depth"]),
+                   int(table["max_faults"]), int(table["max_reorders"]),
+                   int(float(table["horizon_ms"]) * 1000), tuple(table["faults"]))
+
+
+def parse_fault(text: str) -> tuple[str, list[str]]:
+    """``"crash broker-2"`` -> ("crash", ["broker-2"]); raises ValueError."""
+    words = text.split()
+    if not words or words[0] not in FAULT_REVERT:
+        raise ValueError(f"{text!r}: a candidate fault is '<kind> <target>...' with kind one "
+                         f"of {', '.join(FAULT_REVERT)}")
+    if len(words) < 2:
+        raise ValueError(f"{text!r}: names no target")
+    if words[0] == "cut" and len(words) != 3:
+        raise ValueError(f"{text!r}: a cut names two nodes, 'cut <from> <to>'")
+    return words[0], words[1:]
+
+
+class ScriptedOracle:
+    """Follows a schedule: option 0 at every point it does not name."""
+
+    def __init__(self, choices: list[dict[str, Any]]) -> None:
+        self.by_point = {int(c["point"]): c for c in choices}
+
+    def pick(self, point: int, options: list[Option], state: Callable[[], bytes],
+             left: tuple[int, int]) -> int:
+        c = self.by_point.get(point)
+        if c is None:
+            return 0
+        i = int(c["option"])
+        if i >= len(options) or options[i].label != c.get("label", options[i].label):
+            offered = options[i].label if i < len(options) else f"{len(options)} options"
+            raise ChoiceError(f"explore.choices: at point {point} option {i} is {offered!r}, "
+                              f"the schedule says {c.get('label')!r}")
+        return i
+
+
+class Driver:
+    """The runtime side of the choice points of one run (see the module note)."""
+
+    def __init__(self, cluster: Cluster, window: Window, oracle: Oracle,
+                 digest: Callable[[], bytes]) -> None:
+        self.cluster = cluster
+        self.window = window
+        self.oracle = oracle
+        self.digest = digest
+        self.point = 0
+        self.faults_used = 0
+        self.reorders_used = 0
+        #: what the run's own faults hold: node -> revert kind ("restart", "resume"); and
+        #: whether links are cut
+        self.held: dict[str, str] = {}
+        self.cut = False
+        self.pruned = False
+        self.taken: list[dict[str, Any]] = []
+        #: faults may start at the first point of an instant, or right after another fault
+        self._instant = -1
+        self._fault_point = True
+
+    def active(self, now: int) -> bool:
+        return (now >= self.window.from_us and self.point < self.window.depth
+                and self.cluster.phase == "workload")
+
+    def options(self, candidates: list[tuple[str, str, Any]]) -> list[Option]:
+        """The options of this point; ``candidates`` are (src, dst, frame) of each
+        deliverable entry, the earliest first."""
+        w = self.window
+        out = [Option("deliver", _deliver_label(*candidates[0]), 0)]
+        if self.reorders_used < w.max_reorders:
+            out += [Option("deliver", _deliver_label(*c), i)
+                    for i, c in enumerate(candidates) if i > 0]
+        now = self.cluster.sched.now
+        if now != self._instant:
+            self._instant = now
+            self._fault_point = True
+        if self._fault_point and self.faults_used < w.max_faults:
+            for text in w.faults:
+                kind, target = parse_fault(text)
+                if self._acts(kind, target):
+                    out.append(Option("fault", text, plan=_plan(kind, target), counts=True))
+        if self._fault_point:
+            for node, revert in sorted(self.held.items()):
+                out.append(Option("fault", f"{revert} {node}", plan=_plan(revert, [node])))
+            if self.cut:
+                out.append(Option("fault", "heal", plan=_plan("heal", [])))
+        return out
+
+    def _acts(self, kind: str, target: list[str]) -> bool:
+        nodes = [n for t in target for n in self.cluster.resolve_target(t)]
+        if not nodes:
+            return False
+        state = self.cluster.sched.nodes
+        if kind in ("crash", "power_loss", "shutdown", "pause"):
+            return all(n in state and state[n].state == "up" for n in nodes)
+        return all(n in state for n in nodes)
+
+    def decide(self, candidates: list[tuple[str, str, Any]]) -> int:
+        """The candidate to deliver now; -1 when a fault was started (look again) or the
+        run is pruned (the scheduler has been stopped)."""
+        options = self.options(candidates)
+        if len(options) == 1:   # not a choice: not a point
+            self._fault_point = False
+            return 0
+        point = self.point
+        self.point += 1
+        w = self.window
+        i = self.oracle.pick(point, options, self._state,
+                             (w.max_faults - self.faults_used, w.max_reorders - self.reorders_used))
+        if i == PRUNE:
+            self.pruned = True
+            self.cluster.sched.stop()
+            return -1
+        opt = options[i]
+        if i:
+            self.taken.append({"point": point, "option": i, "label": opt.label})
+            self.cluster.sched.emit("sim", "explore", "choice", point=point, option=i,
+                                    label=opt.label, options=len(options))
+        if opt.kind == "deliver":
+            self._fault_point = False
+            if i:
+                self.reorders_used += 1
+            return opt.index
+        assert opt.plan is not None
+        self._start(opt)
+        return -1
+
+    def _state(self) -> bytes:
+        return self.digest() + repr((sorted(self.held.items()), self.cut)).encode()
+
+    def _start(self, opt: Option) -> None:
+        from faults.plan import start_fault
+
+        plan = opt.plan
+        assert plan is not None
+        kind = str(plan["fault"])
+        if opt.counts:
+            self.faults_used += 1
+        nodes = [n for t in plan["target"] for n in self.cluster.resolve_target(t)]
+        if kind in ("crash", "power_loss", "shutdown", "pause"):
+            for n in nodes:
+                self.held[n] = FAULT_REVERT[kind]
+        elif kind in ("restart", "resume"):
+            for n in nodes:
+                self.held.pop(n, None)
+        elif kind == "heal":
+            self.cut = False
+        else:
+            self.cut = True
+        start_fault(self.cluster, {**plan, "target": nodes if kind != "heal" else [],
+                                   "at_s": self.cluster.sched.now / US})
+
+
+def _plan(kind: str, target: list[str]) -> dict[str, Any]:
+    return {"fault": kind, "target": list(target), "duration_s": 0.0}
+
+
+def _deliver_label(src: str, dst: str, frame: Any) -> str:
+    if type(frame) is not bytes:
+        kind = getattr(frame, "kind", "")
+        return f"timer {dst} {type(frame).__name__}{f' {kind}' if kind else ''}"
+    try:
+        name = type(decode(frame)).__name__
+    except FrameError:
+        name = "corrupt"
+    return f"deliver {src}->{dst} {name}"

@@ -1,0 +1,320 @@
+"""``isrlab explore``: bounded systematic exploration of faults and delivery orders.
+
+Design note
+-----------
+Random campaigns find a bug; they never say there is none. ``explore`` enumerates every
+schedule of a small scenario within bounds — where up to K of the scenario's candidate
+faults start (and their reverts), which of the deliveries due together goes first, which
+message is held back past another — and runs the real actors under each one, as TLC
+enumerates the behaviours of a TLA+ spec, but on the code the campaigns run. The choice
+points themselves live in the runtime (emulator.choice); this module only decides.
+
+* **Re-execution, not snapshots.** A schedule is a list of option indices, one per point;
+  each execution re-runs the scenario from the start under its prefix and takes option 0
+  after it. A tiny variant runs in ~15 ms, so re-running the common prefix is cheaper than
+  copying a cluster of Trio tasks, and it keeps every execution an ordinary run with an
+  ordinary trace (bench/explore.py measures executions/s).
+* **Depth-first with an odometer.** After an execution that reached points 0..L-1 with
+  ``n_i`` options each, the next one takes the deepest point ``i`` with an untried option
+  and its next option, the prefix before it unchanged. ``--strategy bfs`` runs the same
+  search with a bound on the number of non-default choices, raised one at a time, so the
+  first witness of each anomaly has the fewest choices; ``dfs`` goes straight to the full
+  bounds; ``pct`` samples schedules at random (below).
+* **State caching.** At every point past its prefix an execution computes the canonical
+  digest of the whole cluster (emulator.digest: actors, disks, messages in flight, timers,
+  the network, and the history the checker will judge). A state seen before with at least
+  the budget left now (points, faults, reorders, choices) was or is being explored from
+  there: the execution stops (pruned). Deliveries to different nodes commute, so the orders
+  of independent deliveries reach one state and are explored once — the reduction sleep
+  sets would give, found by the digest instead (a test compares cached and uncached
+  searches on small bounds). The merge is only as sound as the digest; its
+  normalisations are listed in emulator.digest.
+* **Leaves.** An execution that is not pruned runs to its end — the scenario's heal phase
+  and convergence check included — and the trace checker judges it. The anomalies that
+  count are the scenario's forbidden and expected ones. For each kind the witness with the
+  fewest non-default choices is kept (the first found on ties), written as a scenario file
+  whose ``[explore] choices`` reproduce it and as its trace, so ``isrlab run``, ``replay``,
+  ``check``, ``explain`` and ``report`` take it as it is.
+* **pct**: each execution picks ``d`` (= the fault and reorder bounds summed) points
+  uniformly in the window and a uniformly random non-default option at each, from the
+  command's seed — PCT's priority change points adapted to messages (PCTCP); it covers
+  nothing completely and says so, but reaches deep bounds cheaply.
+
+Determinism: the search order is a function of the scenario, seed and bounds; digests never
+use ``hash()`` or addresses; so the same command gives the same executions, witnesses and
+counts. Budgets in seconds end a search at a machine-dependent point: use ``--budget N``
+(executions) where runs must compare.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+
+import orjson
+
+from emulator.choice import PRUNE, Option
+from emulator.cluster import run
+from traces.checker import DEFAULT_FORBID, check_events
+from traces.writer import TraceWriter
+
+STRATEGIES: Final = ("dfs", "bfs", "pct")
+#: the verdict of an execution whose actors raised (a model bug is a finding too)
+ERROR_KIND: Final = "run_error"
+
+Budget = tuple[int, int, int, int]   # points, faults, reorders, choices left
+
+
+@dataclass
+class Witness:
+    kind: str
+    choices: list[dict[str, Any]]
+    execution: int
+    count: int   # how many of that anomaly the trace shows
+
+
+@dataclass
+class Summary:
+    scenario: str
+    strategy: str
+    depth: int
+    max_faults: int
+    max_reorders: int
+    horizon_ms: float
+    executions: int = 0
+    pruned: int = 0
+    leaves: int = 0
+    points: int = 0
+    states: int = 0
+    complete: bool = False
+    seconds: float = 0.0
+    bound_choices: int = -1       # bfs: the choice bound fully covered (-1: none)
+    witnesses: dict[str, Witness] = field(default_factory=dict)
+
+    def statement(self) -> str:
+        if self.witnesses:
+            return "found " + ", ".join(sorted(self.witnesses))
+        if self.complete:
+            return (f"no anomaly within {self.max_faults} faults, {self.max_reorders} "
+                    f"reorderings and depth {self.depth} ({self.states} distinct states)")
+        return (f"no anomaly found in {self.executions} executions ({self.states} distinct "
+                f"states); the bounds were not covered completely")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario, "strategy": self.strategy, "depth": self.depth,
+            "max_faults": self.max_faults, "max_reorders": self.max_reorders,
+            "horizon_ms": self.horizon_ms, "executions": self.executions,
+            "pruned": self.pruned, "leaves": self.leaves, "points": self.points,
+            "distinct_states": self.states, "complete": self.complete,
+            "bound_choices": self.bound_choices, "seconds": round(self.seconds, 3),
+            "statement": self.statement(),
+            "witnesses": {k: {"choices": w.choices, "execution": w.execution,
+                              "count": w.count}
+                          for k, w in sorted(self.witnesses.items())},
+        }
+
+
+class StateCache:
+    """digest -> the budgets it was explored with; a state is new unless one dominates."""
+
+    def __init__(self) -> None:
+        self.seen: dict[bytes, list[Budget]] = {}
+
+    def __len__(self) -> int:
+        return len(self.seen)
+
+    def visit(self, key: bytes, budget: Budget) -> bool:
+        """True when ``key`` must be explored with ``budget`` (and remember it)."""
+        old = self.seen.get(key)
+        if old is None:
+            self.seen[key] = [budget]
+            return True
+        for b in old:
+            if all(x >= y for x, y in zip(b, budget, strict=True)):
+                return False
+        old.append(budget)
+        return True
+
+
+class _Execution:
+    """The oracle of one execution: follows ``prefix``, then option 0 (or, for pct, a
+    random option at its change points)."""
+
+    def __init__(self, prefix: list[int], cache: StateCache | None, depth: int,
+                 max_choices: int, change: dict[int, float] | None = None) -> None:
+        self.prefix = prefix
+        self.cache = cache
+        self.depth = depth
+        self.max_choices = max_choices
+        self.change = change
+        self.taken: list[int] = []
+        self.counts: list[int] = []    # options that may still be tried at each point
+        self.choices = 0
+        self.pruned = False
+        self.labels: dict[int, str] = {}   # point -> label of a non-default choice
+
+    def pick(self, point: int, options: list[Option], state: Callable[[], bytes],
+             left: tuple[int, int]) -> int:
+        n = len(options)
+        eff = n if self.choices < self.max_choices else 1
+        if point < len(self.prefix):
+            i = self.prefix[point]
+        else:
+            if self.cache is not None and not self.cache.visit(
+                    state(), (self.depth - point, *left, self.max_choices - self.choices)):
+                self.pruned = True
+                self.taken.append(0)
+                self.counts.append(1)
+                return PRUNE
+            i = 0
+            if self.change is not None and point in self.change and eff > 1:
+                i = 1 + int(self.change[point] * (n - 1))
+        self.taken.append(i)
+        self.counts.append(eff)
+        if i:
+            self.choices += 1
+            self.labels[point] = options[i].label
+        return i
+
+
+def _next_prefix(taken: list[int], counts: list[int]) -> list[int] | None:
+    for i in range(len(taken) - 1, -1, -1):
+        if taken[i] + 1 < counts[i]:
+            return [*taken[:i], taken[i] + 1]
+    return None
+
+
+class Explorer:
+    def __init__(self, sc: dict[str, Any], seed: int, *, strategy: str = "bfs",
+                 max_executions: int = 0, max_seconds: float = 0.0, cache: bool = True,
+                 stop_when_found: bool = False, progress: TextIO | None = None) -> None:
+        if "explore" not in sc:
+            raise ValueError("the scenario has no [explore] table")
+        self.sc = copy.deepcopy(sc)
+        self.sc["explore"].pop("choices", None)
+        self.seed = seed
+        self.strategy = strategy
+        self.max_executions = max_executions
+        self.max_seconds = max_seconds
+        self.use_cache = cache
+        #: stop once each of the scenario's expected anomalies has a witness
+        self.stop_when_found = stop_when_found
+        self.progress = progress
+        ex = self.sc["explore"]
+        self.summary = Summary(sc["name"], strategy, ex["depth"], ex["max_faults"],
+                               ex["max_reorders"], float(ex["horizon_ms"]))
+        exp = sc["expect"]
+        self.kinds = sorted({*DEFAULT_FORBID, *exp["forbid"], *exp["anomalies"]})
+        self._t0 = 0.0
+        self._last_report = 0.0
+
+    # -- one execution ----------------------------------------------------------------------
+    def _execute(self, oracle: _Execution) -> None:
+        buf = io.BytesIO()
+        writer = TraceWriter(None, buffer=buf)
+        res = run(self.sc, self.seed, None, writer=writer, oracle=oracle)
+        s = self.summary
+        s.executions += 1
+        s.points += len(oracle.taken)
+        if oracle.pruned:
+            s.pruned += 1
+            return
+        s.leaves += 1
+        found: dict[str, int] = {}
+        if res.status == "error":
+            found[ERROR_KIND] = 1
+        else:
+            events = (orjson.loads(line) for line in buf.getvalue().splitlines())
+            result = check_events(events)
+            found = {k: n for k, n in result.anomalies.items() if n and k in self.kinds}
+        for kind, n in found.items():
+            choices = [{"point": p, "option": i, "label": oracle.labels[p]}
+                       for p, i in enumerate(oracle.taken) if i]
+            old = s.witnesses.get(kind)
+            if old is None or len(choices) < len(old.choices):
+                s.witnesses[kind] = Witness(kind, choices, s.executions, n)
+
+    def _out_of_budget(self) -> bool:
+        s = self.summary
+        if self.max_executions and s.executions >= self.max_executions:
+            return True
+        return bool(self.max_seconds) and time.monotonic() - self._t0 >= self.max_seconds
+
+    def _report(self, cache: StateCache | None, frontier: int) -> None:
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if now - self._last_report < 1.0:
+            return
+        self._last_report = now
+        s = self.summary
+        elapsed = max(now - self._t0, 1e-9)
+        states = len(cache) if cache is not None else 0
+        line = (f"explore: {s.executions} executions ({s.executions / elapsed:.0f}/s), "
+                f"{states} states ({states / elapsed:.0f}/s), frontier {frontier}, "
+                f"found {', '.join(sorted(s.witnesses)) or 'nothing'}")
+        end = "\r" if self.progress.isatty() else "\n"
+        self.progress.write(line + end)
+        self.progress.flush()
+
+    # -- strategies -------------------------------------------------------------------------
+    def explore(self) -> Summary:
+        self._t0 = time.monotonic()
+        s = self.summary
+        ex = self.sc["explore"]
+        if self.strategy == "pct":
+            self._pct(ex)
+        elif self.strategy == "dfs":
+            s.complete = self._dfs(1 << 30)
+            s.bound_choices = 2 * ex["max_faults"] + ex["max_reorders"] if s.complete else -1
+        else:
+            # no run makes more choices than its faults, their reverts and its reorderings
+            most = min(ex["depth"], 2 * ex["max_faults"] + ex["max_reorders"])
+            for bound in range(most + 1):
+                if not self._dfs(bound):
+                    break
+                s.bound_choices = bound
+                if self.stop_when_found and self._expected_found():
+                    break
+            s.complete = s.bound_choices == most
+        s.seconds = time.monotonic() - self._t0
+        if self.progress is not None and self.progress.isatty():
+            self.progress.write("\n")
+        return s
+
+    def _expected_found(self) -> bool:
+        expected = self.sc["expect"]["anomalies"]
+        return bool(expected) and all(k in self.summary.witnesses for k in expected)
+
+    def _dfs(self, max_choices: int) -> bool:
+        """One depth-first search under a choice bound; True when it covered everything."""
+        cache = StateCache() if self.use_cache else None
+        prefix: list[int] | None = []
+        depth = self.sc["explore"]["depth"]
+        while prefix is not None:
+            if self._out_of_budget() or (self.stop_when_found and self._expected_found()):
+                self.summary.states = max(self.summary.states, len(cache or ()))
+                return False
+            oracle = _Execution(prefix, cache, depth, max_choices)
+            self._execute(oracle)
+            prefix = _next_prefix(oracle.taken, oracle.counts)
+            self._report(cache, len(prefix or ()))
+        self.summary.states = max(self.summary.states, len(cache or ()))
+        return True
+
+    def _pct(self, ex: dict[str, Any]) -> None:
+        rng = random.Random(f"isrlab-explore-pct/{self.seed}")
+        d = max(1, ex["max_faults"] + ex["max_reorders"])
+        depth = ex["depth"]
+        while not self._out_of_budget() and not (self.stop_when_found
+                                                  and self._expected_found()):
+            points = sorted(rng.sample(range(depth), min(d, depth))) if depth else []
+            change = {p: rng.random() for p in points}
+            self._execute(_Execution([], None, depth, d, change))
+            self._report(None, 0)
