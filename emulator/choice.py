@@ -23,14 +23,24 @@ entry at a time instead of a whole instant's batch, and before each delivery it 
    ``max_reorders`` such choices per run;
 2. start one of the scenario's candidate faults (``[explore] faults``: ``"crash broker-2"``,
    ``"power_loss leader:orders-0"``, ``"isolate broker-1"``, ``"pause broker-1"``, ``"cut
-   broker-1 broker-2"``), at most ``max_faults`` per run, only where it acts (a down node is
-   not crashed again); and its revert while it holds (``restart``, ``resume``, ``heal``),
-   which does not count against ``max_faults``. A fault is a point of its own: after it the
-   scheduler looks again, and the next point decides the delivery.
+   broker-1 broker-2"``; with ``for 4s`` a fault that reverts by itself that much later),
+   at most ``max_faults`` per run, only where it acts (a down node is not crashed again);
+   and the revert of a fault without a duration while it holds (``restart``, ``resume``,
+   ``heal``), which does not count against ``max_faults``. Faults are offered at the first
+   point of each instant — or, with ``slot_ms``, of each slot of that many milliseconds,
+   for faults whose timing matters to the hundred milliseconds rather than to the message
+   — and after another fault at the same instant. A fault is a point of its own: after it
+   the scheduler looks again, and the next point decides the delivery.
+
+A point with a single option is not a point: it takes no decision and does not count
+towards ``depth``.
 
 Outside the window the run is an ordinary one, batch by batch; so a run whose oracle takes
-option 0 everywhere is the scenario's ordinary run with single-entry batches in the window
-(the same deliveries in the same order: a batch is committed in delivery order anyway).
+option 0 everywhere is the scenario's ordinary run with single-entry batches in the window:
+the same deliveries in the same order (a batch is committed in delivery order anyway) and
+the same trace, but for a timer cancelled by an earlier delivery of its instant, which a
+batch had already taken and its machine ignores, and which a single-entry batch never
+delivers (tests/test_explore.py compares the traces).
 
 A schedule (the ``choices`` of ``[explore]``) lists only the points where an option other
 than 0 was taken — ``{point, option, label}`` — and :class:`ScriptedOracle` replays it,
@@ -41,6 +51,7 @@ where its run left the ordinary schedule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -51,6 +62,7 @@ if TYPE_CHECKING:
     from emulator.cluster import Cluster
 
 US: Final = 1_000_000
+_SECONDS: Final = re.compile(r"^(\d+(?:\.\d+)?)s$")
 #: an oracle's answer that ends the run at this point (its state was explored before)
 PRUNE: Final = -1
 #: the fault kinds a candidate fault may name, and the revert each one has
@@ -99,25 +111,37 @@ class Window:
     max_reorders: int
     horizon_us: int
     faults: tuple[str, ...]
+    #: faults may start once per slot of this length (0: at every instant)
+    slot_us: int
 
     @classmethod
     def of(cls, table: dict[str, Any]) -> Window:
         return cls(int(float(table["from_s"]) * US), int(table["depth"]),
                    int(table["max_faults"]), int(table["max_reorders"]),
-                   int(float(table["horizon_ms"]) * 1000), tuple(table["faults"]))
+                   int(float(table["horizon_ms"]) * 1000), tuple(table["faults"]),
+                   int(float(table["slot_ms"]) * 1000))
 
 
-def parse_fault(text: str) -> tuple[str, list[str]]:
-    """``"crash broker-2"`` -> ("crash", ["broker-2"]); raises ValueError."""
+def parse_fault(text: str) -> tuple[str, list[str], float]:
+    """``"crash broker-2"`` -> ("crash", ["broker-2"], 0.0); ``"isolate broker-1 for 4s"``
+    -> ("isolate", ["broker-1"], 4.0): a fault that reverts by itself after that long.
+    Raises ValueError."""
     words = text.split()
+    duration = 0.0
+    if len(words) >= 2 and words[-2] == "for":
+        m = _SECONDS.match(words[-1])
+        if m is None or float(m.group(1)) <= 0:
+            raise ValueError(f"{text!r}: 'for' takes a duration in seconds, as 'for 4s'")
+        duration = float(m.group(1))
+        words = words[:-2]
     if not words or words[0] not in FAULT_REVERT:
-        raise ValueError(f"{text!r}: a candidate fault is '<kind> <target>...' with kind one "
-                         f"of {', '.join(FAULT_REVERT)}")
+        raise ValueError(f"{text!r}: a candidate fault is '<kind> <target>... [for <N>s]' "
+                         f"with kind one of {', '.join(FAULT_REVERT)}")
     if len(words) < 2:
         raise ValueError(f"{text!r}: names no target")
     if words[0] == "cut" and len(words) != 3:
         raise ValueError(f"{text!r}: a cut names two nodes, 'cut <from> <to>'")
-    return words[0], words[1:]
+    return words[0], words[1:], duration
 
 
 class ScriptedOracle:
@@ -160,6 +184,7 @@ class Driver:
         #: faults may start at the first point of an instant, or right after another fault
         self._instant = -1
         self._fault_point = True
+        self._next_slot = window.from_us
 
     def active(self, now: int) -> bool:
         return (now >= self.window.from_us and self.point < self.window.depth
@@ -174,14 +199,17 @@ class Driver:
             out += [Option("deliver", _deliver_label(*c), i)
                     for i, c in enumerate(candidates) if i > 0]
         now = self.cluster.sched.now
-        if now != self._instant:
+        if now != self._instant and now >= self._next_slot:
             self._instant = now
             self._fault_point = True
+            if w.slot_us:
+                self._next_slot = now - (now - w.from_us) % w.slot_us + w.slot_us
         if self._fault_point and self.faults_used < w.max_faults:
             for text in w.faults:
-                kind, target = parse_fault(text)
+                kind, target, duration = parse_fault(text)
                 if self._acts(kind, target):
-                    out.append(Option("fault", text, plan=_plan(kind, target), counts=True))
+                    out.append(Option("fault", text, plan=_plan(kind, target, duration),
+                                      counts=True))
         if self._fault_point:
             for node, revert in sorted(self.held.items()):
                 out.append(Option("fault", f"{revert} {node}", plan=_plan(revert, [node])))
@@ -240,7 +268,9 @@ class Driver:
         if opt.counts:
             self.faults_used += 1
         nodes = [n for t in plan["target"] for n in self.cluster.resolve_target(t)]
-        if kind in ("crash", "power_loss", "shutdown", "pause"):
+        if plan["duration_s"] > 0:
+            pass   # it reverts by itself (faults.plan.start_fault)
+        elif kind in ("crash", "power_loss", "shutdown", "pause"):
             for n in nodes:
                 self.held[n] = FAULT_REVERT[kind]
         elif kind in ("restart", "resume"):
@@ -254,8 +284,8 @@ class Driver:
                                    "at_s": self.cluster.sched.now / US})
 
 
-def _plan(kind: str, target: list[str]) -> dict[str, Any]:
-    return {"fault": kind, "target": list(target), "duration_s": 0.0}
+def _plan(kind: str, target: list[str], duration_s: float = 0.0) -> dict[str, Any]:
+    return {"fault": kind, "target": list(target), "duration_s": duration_s}
 
 
 def _deliver_label(src: str, dst: str, frame: Any) -> str:

@@ -281,7 +281,9 @@ EXPLORE: dict[str, Key] = {
     "max_faults": Key(INT, 2, _between(0, 100, "faults")),
     "max_reorders": Key(INT, 1, _between(0, 100_000, "reorderings")),
     "horizon_ms": Key(NUM, 0.0, _nonneg),
-    "faults": Key((list,), [], _strings),   # candidate faults: "crash broker-2", ...
+    "slot_ms": Key(NUM, 0.0, _nonneg),       # faults once per slot (0: every instant)
+    # candidate faults: "crash broker-2", "isolate broker-1 for 4s", ...
+    "faults": Key((list,), [], _strings),
 }
 # and ``choices``, a schedule: [{point, option, label}, ...] (only when given: a scenario
 # without one is not driven)
@@ -545,7 +547,7 @@ def _check_explore(src: _Source, table: Any, sc: dict[str, Any]) -> dict[str, An
     parts = _partition_names(sc)
     for i, text in enumerate(ex["faults"]):
         try:
-            _kind, targets = parse_fault(text)
+            _kind, targets, _duration = parse_fault(text)
         except ValueError as exc:
             raise src.error(f"explore.faults[{i}]", str(exc)) from None
         for t in targets:

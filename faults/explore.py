@@ -183,6 +183,11 @@ class _Execution:
         return i
 
 
+def _pending(taken: list[int], counts: list[int]) -> int:
+    """The untried options along the current path: the depth-first frontier."""
+    return sum(n - 1 - i for i, n in zip(taken, counts, strict=True))
+
+
 def _next_prefix(taken: list[int], counts: list[int]) -> list[int] | None:
     for i in range(len(taken) - 1, -1, -1):
         if taken[i] + 1 < counts[i]:
@@ -213,6 +218,8 @@ class Explorer:
         self.kinds = sorted({*DEFAULT_FORBID, *exp["forbid"], *exp["anomalies"]})
         self._t0 = 0.0
         self._last_report = 0.0
+        #: every digest any round computed (the cache itself is per round)
+        self._states: set[bytes] = set()
 
     # -- one execution ----------------------------------------------------------------------
     def _execute(self, oracle: _Execution) -> None:
@@ -299,14 +306,19 @@ class Explorer:
         depth = self.sc["explore"]["depth"]
         while prefix is not None:
             if self._out_of_budget() or (self.stop_when_found and self._expected_found()):
-                self.summary.states = max(self.summary.states, len(cache or ()))
+                self._count_states(cache)
                 return False
             oracle = _Execution(prefix, cache, depth, max_choices)
             self._execute(oracle)
             prefix = _next_prefix(oracle.taken, oracle.counts)
-            self._report(cache, len(prefix or ()))
-        self.summary.states = max(self.summary.states, len(cache or ()))
+            self._report(cache, _pending(oracle.taken, oracle.counts))
+        self._count_states(cache)
         return True
+
+    def _count_states(self, cache: StateCache | None) -> None:
+        if cache is not None:
+            self._states.update(cache.seen)
+        self.summary.states = len(self._states)
 
     def _pct(self, ex: dict[str, Any]) -> None:
         rng = random.Random(f"isrlab-explore-pct/{self.seed}")
