@@ -192,7 +192,7 @@ def test_reduced_and_unreduced_searches_find_the_same_anomalies() -> None:
 
 def test_the_same_command_gives_the_same_search(tmp_path: Path) -> None:
     runs = []
-    for i in range(2):
+    for _ in range(2):
         sc = _variant(S12)
         s = Explorer(sc, sc["seed"], strategy="bfs", max_executions=25).explore()
         runs.append({k: v for k, v in s.to_json().items() if k != "seconds"})
