@@ -34,10 +34,14 @@ Normalisations, each one a relabelling that no decision depends on:
   their rank among the distinct id values of the whole state, so equality and order among
   them (what a stale-response check compares) survive and absolute values do not.
 
-What is left out: ``now_us`` itself (a state is the same state later), the queue of
-effects (always empty between deliveries), the list of machines touched by the current
-message (empty too). Rates, counts and epochs are kept as they are: an epoch is protocol
-state, not a label.
+The clock itself is part of the state: the end of the workload phase and each producer's
+stop are absolute times in configuration the walk does not see, so two states merge only
+at the same instant (which is where independent deliveries meet again). Left out: each
+machine's copy of the clock, its configuration (the same in every execution of a search),
+the queue of effects (always empty between deliveries) and the machines touched by the
+current message (none). Rates, counts and epochs are kept as they are: an epoch is protocol
+state, not a label. Every normalisation only relabels; a field compared as it is can only
+keep two states apart.
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ def cluster_digest(cluster: Cluster, history: History) -> bytes:
                _rng(net._rng))
     hist = (sorted(history.acked, key=repr), sorted(history.consumed, key=repr),
             sorted(history.hw_seen.items(), key=repr))
-    state = (cluster.phase, nodes, entries, network, hist)
+    state = (sched.now, cluster.phase, nodes, entries, network, hist)
     return hashlib.blake2b(walker.renumber(repr(state)).encode(), digest_size=16).digest()
 
 
