@@ -387,12 +387,14 @@ class _Interrupt:
 def _context(method: str) -> multiprocessing.context.BaseContext:
     if method == "forkserver" and "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["emulator.cluster", "traces.checker", "faults.campaign"])
+        ctx.set_forkserver_preload(["emulator.cluster", "traces.checker", "faults.campaign",
+                                   "faults.explore"])
         return ctx
     return multiprocessing.get_context("spawn")
 
 
-def _pool(jobs: int, method: str = "forkserver") -> cf.ProcessPoolExecutor:
+def process_pool(jobs: int, method: str = "forkserver") -> cf.ProcessPoolExecutor:
+    """Worker processes from a forkserver that preloaded the emulator (campaign, explore)."""
     return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_context(method),
                                   initializer=_worker_init)
 
@@ -621,7 +623,7 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
                 elif cfg.spark is not None:
                     finished = _drive_spark(cfg.spark, job, todo, on_row, stop, progress.tick)
                 else:
-                    finished = _drive_pool(_pool(min(jobs, len(todo))),
+                    finished = _drive_pool(process_pool(min(jobs, len(todo))),
                                            functools.partial(run_seed, job), todo,
                                            2 * jobs, on_row, stop, progress.tick)
             except _BrokenPool as exc:
@@ -677,7 +679,7 @@ def _check_determinism(cfg: CampaignConfig, job: Job, rows: dict[int, dict[str, 
         if digest != rows[seed]["digest"]:
             mismatches.append((seed, rows[seed]["digest"], digest))
 
-    pool = _pool(min(jobs, len(chosen)), "spawn")
+    pool = process_pool(min(jobs, len(chosen)), "spawn")
     finished = _drive_pool(pool, functools.partial(digest_seed, job), chosen, 2 * jobs,
                            on_digest, stop, lambda: None)
     if not finished:

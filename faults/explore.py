@@ -183,22 +183,104 @@ class _Execution:
         return i
 
 
-def _pending(taken: list[int], counts: list[int]) -> int:
-    """The untried options along the current path: the depth-first frontier."""
-    return sum(n - 1 - i for i, n in zip(taken, counts, strict=True))
-
-
-def _next_prefix(taken: list[int], counts: list[int]) -> list[int] | None:
-    for i in range(len(taken) - 1, -1, -1):
+def _next_prefix(taken: list[int], counts: list[int], floor: int = 0) -> list[int] | None:
+    """The next schedule depth first: the deepest point at or after ``floor`` with an
+    untried option takes it."""
+    for i in range(len(taken) - 1, floor - 1, -1):
         if taken[i] + 1 < counts[i]:
             return [*taken[:i], taken[i] + 1]
     return None
 
 
+@dataclass
+class UnitResult:
+    """What the search of one unit — the subtree of schedules whose first non-default
+    choice is ``root``'s last — found; merged by the explorer in unit order."""
+
+    executions: int = 0
+    pruned: int = 0
+    leaves: int = 0
+    points: int = 0
+    states: set[bytes] = field(default_factory=set)
+    witnesses: dict[str, Witness] = field(default_factory=dict)
+    complete: bool = True
+    #: the options at each point of the unit's first execution (the spine's: the units)
+    counts: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of a search: a depth-first search under ``root`` that backtracks only at
+    points after it (``spine``: the single all-default execution)."""
+
+    sc: dict[str, Any]
+    seed: int
+    kinds: tuple[str, ...]
+    expected: tuple[str, ...]
+    root: tuple[int, ...]
+    max_choices: int
+    cache: bool
+    spine: bool = False
+    max_executions: int = 0
+    deadline: float = 0.0          # time.monotonic() (system-wide on Linux); 0: none
+    stop_when_found: bool = False
+
+
+def run_unit(unit: Unit, progress: Callable[[UnitResult], None] | None = None
+             ) -> UnitResult:
+    """Search one unit (in this process or a worker's)."""
+    r = UnitResult()
+    cache = StateCache() if unit.cache else None
+    depth = unit.sc["explore"]["depth"]
+    floor = len(unit.root)
+    prefix: list[int] | None = list(unit.root)
+    while prefix is not None:
+        if ((unit.max_executions and r.executions >= unit.max_executions)
+                or (unit.deadline and time.monotonic() >= unit.deadline)
+                or (unit.stop_when_found and unit.expected
+                    and all(k in r.witnesses for k in unit.expected))):
+            r.complete = False
+            break
+        oracle = _Execution(prefix, cache, depth, unit.max_choices)
+        _execute(unit, oracle, r)
+        if not r.counts:
+            r.counts = list(oracle.counts)
+        prefix = None if unit.spine else _next_prefix(oracle.taken, oracle.counts, floor)
+        if progress is not None:
+            progress(r)
+    if cache is not None:
+        r.states = set(cache.seen)
+    return r
+
+
+def _execute(unit: Unit, oracle: _Execution, r: UnitResult) -> None:
+    buf = io.BytesIO()
+    res = run(unit.sc, unit.seed, None, writer=TraceWriter(None, buffer=buf), oracle=oracle)
+    r.executions += 1
+    r.points += len(oracle.taken)
+    if oracle.pruned:
+        r.pruned += 1
+        return
+    r.leaves += 1
+    found: dict[str, int] = {}
+    if res.status == "error":
+        found[ERROR_KIND] = 1
+    else:
+        result = check_events(orjson.loads(line) for line in buf.getvalue().splitlines())
+        found = {k: n for k, n in result.anomalies.items() if n and k in unit.kinds}
+    for kind, n in found.items():
+        choices = [{"point": p, "option": i, "label": oracle.labels[p]}
+                   for p, i in enumerate(oracle.taken) if i]
+        old = r.witnesses.get(kind)
+        if old is None or len(choices) < len(old.choices):
+            r.witnesses[kind] = Witness(kind, choices, r.executions, n)
+
+
 class Explorer:
     def __init__(self, sc: dict[str, Any], seed: int, *, strategy: str = "bfs",
                  max_executions: int = 0, max_seconds: float = 0.0, cache: bool = True,
-                 stop_when_found: bool = False, progress: TextIO | None = None) -> None:
+                 stop_when_found: bool = False, jobs: int = 1,
+                 progress: TextIO | None = None) -> None:
         if "explore" not in sc:
             raise ValueError("the scenario has no [explore] table")
         self.sc = copy.deepcopy(sc)
@@ -210,6 +292,7 @@ class Explorer:
         self.use_cache = cache
         #: stop once each of the scenario's expected anomalies has a witness
         self.stop_when_found = stop_when_found
+        self.jobs = max(1, jobs)
         self.progress = progress
         ex = self.sc["explore"]
         self.summary = Summary(sc["name"], strategy, ex["depth"], ex["max_faults"],
@@ -218,37 +301,26 @@ class Explorer:
         # what the scenario says matters: the anomalies it expects (its bug) and those it
         # forbids (DEFAULT_FORBID unless it says otherwise: a scenario with unclean
         # elections allows lost writes, one under acks=1 allows them too)
-        self.kinds = sorted({*exp["forbid"], *exp["anomalies"]})
+        self.kinds = tuple(sorted({*exp["forbid"], *exp["anomalies"]}))
         self._t0 = 0.0
         self._last_report = 0.0
-        #: every digest any round computed (the cache itself is per round)
         self._states: set[bytes] = set()
+        self._frontier = 0
 
-    # -- one execution ----------------------------------------------------------------------
-    def _execute(self, oracle: _Execution) -> None:
-        buf = io.BytesIO()
-        writer = TraceWriter(None, buffer=buf)
-        res = run(self.sc, self.seed, None, writer=writer, oracle=oracle)
+    # -- merging and budgets ----------------------------------------------------------------
+    def _merge(self, r: UnitResult) -> None:
         s = self.summary
-        s.executions += 1
-        s.points += len(oracle.taken)
-        if oracle.pruned:
-            s.pruned += 1
-            return
-        s.leaves += 1
-        found: dict[str, int] = {}
-        if res.status == "error":
-            found[ERROR_KIND] = 1
-        else:
-            events = (orjson.loads(line) for line in buf.getvalue().splitlines())
-            result = check_events(events)
-            found = {k: n for k, n in result.anomalies.items() if n and k in self.kinds}
-        for kind, n in found.items():
-            choices = [{"point": p, "option": i, "label": oracle.labels[p]}
-                       for p, i in enumerate(oracle.taken) if i]
+        for kind, w in sorted(r.witnesses.items()):
             old = s.witnesses.get(kind)
-            if old is None or len(choices) < len(old.choices):
-                s.witnesses[kind] = Witness(kind, choices, s.executions, n)
+            if old is None or len(w.choices) < len(old.choices):
+                s.witnesses[kind] = Witness(kind, w.choices, s.executions + w.execution,
+                                            w.count)
+        s.executions += r.executions
+        s.pruned += r.pruned
+        s.leaves += r.leaves
+        s.points += r.points
+        self._states |= r.states
+        s.states = len(self._states)
 
     def _out_of_budget(self) -> bool:
         s = self.summary
@@ -256,7 +328,11 @@ class Explorer:
             return True
         return bool(self.max_seconds) and time.monotonic() - self._t0 >= self.max_seconds
 
-    def _report(self, cache: StateCache | None, frontier: int) -> None:
+    def _expected_found(self) -> bool:
+        expected = self.sc["expect"]["anomalies"]
+        return bool(expected) and all(k in self.summary.witnesses for k in expected)
+
+    def _report(self, extra: UnitResult | None = None) -> None:
         if self.progress is None:
             return
         now = time.monotonic()
@@ -264,11 +340,11 @@ class Explorer:
             return
         self._last_report = now
         s = self.summary
+        execs = s.executions + (extra.executions if extra is not None else 0)
         elapsed = max(now - self._t0, 1e-9)
-        states = len(cache) if cache is not None else 0
-        line = (f"explore: {s.executions} executions ({s.executions / elapsed:.0f}/s), "
-                f"{states} states ({states / elapsed:.0f}/s), frontier {frontier}, "
-                f"found {', '.join(sorted(s.witnesses)) or 'nothing'}")
+        line = (f"explore: {execs} executions ({execs / elapsed:.0f}/s), {s.states} states "
+                f"({s.states / elapsed:.0f}/s), {self._frontier} subtrees to go, found "
+                f"{', '.join(sorted(s.witnesses)) or 'nothing'}")
         end = "\r" if self.progress.isatty() else "\n"
         self.progress.write(line + end)
         self.progress.flush()
@@ -281,13 +357,13 @@ class Explorer:
         if self.strategy == "pct":
             self._pct(ex)
         elif self.strategy == "dfs":
-            s.complete = self._dfs(1 << 30)
+            s.complete = self._search(1 << 30)
             s.bound_choices = 2 * ex["max_faults"] + ex["max_reorders"] if s.complete else -1
         else:
             # no run makes more choices than its faults, their reverts and its reorderings
             most = min(ex["depth"], 2 * ex["max_faults"] + ex["max_reorders"])
             for bound in range(most + 1):
-                if not self._dfs(bound):
+                if not self._search(bound):
                     break
                 s.bound_choices = bound
                 if self.stop_when_found and self._expected_found():
@@ -298,30 +374,56 @@ class Explorer:
             self.progress.write("\n")
         return s
 
-    def _expected_found(self) -> bool:
-        expected = self.sc["expect"]["anomalies"]
-        return bool(expected) and all(k in self.summary.witnesses for k in expected)
+    def _unit(self, root: tuple[int, ...], max_choices: int, *, spine: bool = False) -> Unit:
+        left = max(0, self.max_executions - self.summary.executions) \
+            if self.max_executions else 0
+        return Unit(self.sc, self.seed, self.kinds, tuple(self.sc["expect"]["anomalies"]),
+                    root, max_choices, self.use_cache, spine,
+                    max_executions=left if self.jobs == 1 else 0,
+                    deadline=self._t0 + self.max_seconds if self.max_seconds else 0.0,
+                    stop_when_found=self.stop_when_found)
 
-    def _dfs(self, max_choices: int) -> bool:
-        """One depth-first search under a choice bound; True when it covered everything."""
-        cache = StateCache() if self.use_cache else None
-        prefix: list[int] | None = []
-        depth = self.sc["explore"]["depth"]
-        while prefix is not None:
-            if self._out_of_budget() or (self.stop_when_found and self._expected_found()):
-                self._count_states(cache)
-                return False
-            oracle = _Execution(prefix, cache, depth, max_choices)
-            self._execute(oracle)
-            prefix = _next_prefix(oracle.taken, oracle.counts)
-            self._report(cache, _pending(oracle.taken, oracle.counts))
-        self._count_states(cache)
-        return True
+    def _search(self, max_choices: int) -> bool:
+        """Every schedule within a choice bound, unit by unit: the all-default execution
+        (the spine), then one depth-first search per first deviation from it, in the order
+        of their points and options — in this process, or over ``jobs`` workers with the
+        results merged in that same order. True when it covered everything."""
+        if self._out_of_budget():
+            return False
+        spine = run_unit(self._unit((), max_choices, spine=True))
+        self._merge(spine)
+        units = [tuple([0] * p + [k]) for p, n in enumerate(spine.counts)
+                 for k in range(1, n)]
+        self._frontier = len(units)
+        if self.jobs == 1:
+            for root in units:
+                if self._out_of_budget() or (self.stop_when_found and self._expected_found()):
+                    return False
+                r = run_unit(self._unit(root, max_choices), self._report)
+                self._merge(r)
+                self._frontier -= 1
+                if not r.complete:
+                    return False
+            return True
+        return self._parallel(units, max_choices)
 
-    def _count_states(self, cache: StateCache | None) -> None:
-        if cache is not None:
-            self._states.update(cache.seen)
-        self.summary.states = len(self._states)
+    def _parallel(self, units: list[tuple[int, ...]], max_choices: int) -> bool:
+        from faults.campaign import process_pool
+
+        pool = process_pool(min(self.jobs, max(1, len(units))))
+        try:
+            futures = [pool.submit(run_unit, self._unit(root, max_choices)) for root in units]
+            for fut in futures:
+                r = fut.result()
+                self._merge(r)
+                self._frontier -= 1
+                self._report()
+                if not r.complete or self._out_of_budget() or (
+                        self.stop_when_found and self._expected_found()):
+                    return False
+            return True
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _pct(self, ex: dict[str, Any]) -> None:
         rng = random.Random(f"isrlab-explore-pct/{self.seed}")
@@ -331,5 +433,7 @@ class Explorer:
                                                   and self._expected_found()):
             points = sorted(rng.sample(range(depth), min(d, depth))) if depth else []
             change = {p: rng.random() for p in points}
-            self._execute(_Execution([], None, depth, d, change))
-            self._report(None, 0)
+            r = UnitResult()
+            _execute(self._unit((), d, spine=True), _Execution([], None, depth, d, change), r)
+            self._merge(r)
+            self._report()

@@ -4,7 +4,8 @@
 
     isrlab explore SCENARIO [--set KEY=VALUE]... [--seed N] [--max-faults K] [--depth N]
                    [--max-reorders R] [--horizon-ms H] [--strategy bfs|dfs|pct]
-                   [--budget 600s|5000] [--stop-when-found] [--no-cache] [--out DIR] [--json]
+                   [--budget 600s|5000] [--stop-when-found] [--no-cache] [--jobs N]
+                   [--out DIR] [--json]
 
 The scenario's ``[explore]`` table gives the bounds and ``set``, the overrides that make the
 small variant (two or three brokers, one partition, a few records); flags override both.
@@ -138,6 +139,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--stop-when-found", action="store_true",
                    help="stop once each anomaly the scenario expects has a witness")
     p.add_argument("--no-cache", action="store_true", help="no state caching (to measure it)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes sharing the subtrees of each search (default 1)")
     p.add_argument("--out", help="witnesses and summary.json (default out/explore/<name>)")
     p.add_argument("--json", action="store_true")
     try:
@@ -155,10 +158,13 @@ def main(argv: Sequence[str]) -> int:
     if args.seed is not None and args.seed < 0:
         print("isrlab explore: --seed: must be >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.jobs < 1:
+        print(f"isrlab explore: --jobs: must be >= 1, got {args.jobs}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     seed = sc["seed"] if args.seed is None else args.seed
     explorer = Explorer(sc, seed, strategy=args.strategy, max_executions=executions,
                         max_seconds=seconds, cache=not args.no_cache,
-                        stop_when_found=args.stop_when_found,
+                        stop_when_found=args.stop_when_found, jobs=args.jobs,
                         progress=None if args.json else sys.stderr)
     try:
         summary = explorer.explore()

@@ -209,3 +209,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
     assert main([S1, "--set", 'explore.faults=["crash"]']) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "names no target" in err[1]
+
+
+def test_jobs_split_the_search_without_changing_it() -> None:
+    """Two workers search the subtrees of the first deviations and the results are merged in
+    their order: the same executions, states and witnesses as one process."""
+    out = []
+    for jobs in (1, 2):
+        sc = load_variant(S1, ["explore.from_s=1.35"], {"depth": 4, "max_reorders": 1})
+        s = Explorer(sc, sc["seed"], strategy="dfs", jobs=jobs).explore()
+        out.append({k: v for k, v in s.to_json().items() if k != "seconds"})
+    assert out[0] == out[1] and out[0]["complete"]
