@@ -16,10 +16,15 @@ points themselves live in the runtime (emulator.choice); this module only decide
   ordinary trace (bench/explore.py measures executions/s).
 * **Depth-first with an odometer.** After an execution that reached points 0..L-1 with
   ``n_i`` options each, the next one takes the deepest point ``i`` with an untried option
-  and its next option, the prefix before it unchanged. ``--strategy bfs`` runs the same
-  search with a bound on the number of non-default choices, raised one at a time, so the
-  first witness of each anomaly has the fewest choices; ``dfs`` goes straight to the full
-  bounds; ``pct`` samples schedules at random (below).
+  and its next option, the prefix before it unchanged. A search is cut into *units*: the
+  all-default execution (the spine), then one depth-first subtree per first deviation from
+  it (``[0]*p + [k]``: option ``k`` at point ``p``), the latest point first — one
+  depth-first search's own order. Units run in this process or over ``--jobs`` workers; their results are merged
+  in unit order, and each has its own state cache, so the counts and witnesses do not
+  depend on how many workers ran them. ``--strategy bfs`` runs such searches with a bound
+  on the number of non-default choices, raised one at a time, so the first witness of
+  each anomaly has the fewest choices; ``dfs`` goes straight to the full bounds; ``pct``
+  samples schedules at random (below).
 * **State caching.** At every point past its prefix an execution computes the canonical
   digest of the whole cluster (emulator.digest: actors, disks, messages in flight, timers,
   the network, and the history the checker will judge). A state seen before with at least
@@ -42,8 +47,10 @@ points themselves live in the runtime (emulator.choice); this module only decide
 
 Determinism: the search order is a function of the scenario, seed and bounds; digests never
 use ``hash()`` or addresses; so the same command gives the same executions, witnesses and
-counts. Budgets in seconds end a search at a machine-dependent point: use ``--budget N``
-(executions) where runs must compare.
+counts, with any ``--jobs``. What ends a search early ends it at a point that depends on
+the machine: a budget in seconds always, a budget in executions with more than one job
+(one job stops at exactly that many), and ``--stop-when-found`` stops at the end of the
+unit in which the last expected anomaly was found.
 """
 
 from __future__ import annotations
@@ -385,15 +392,17 @@ class Explorer:
 
     def _search(self, max_choices: int) -> bool:
         """Every schedule within a choice bound, unit by unit: the all-default execution
-        (the spine), then one depth-first search per first deviation from it, in the order
-        of their points and options — in this process, or over ``jobs`` workers with the
-        results merged in that same order. True when it covered everything."""
+        (the spine), then one depth-first search per first deviation from it, the latest
+        point first — in this process, or over ``jobs`` workers with the results merged in
+        that same order. True when it covered everything."""
         if self._out_of_budget():
             return False
         spine = run_unit(self._unit((), max_choices, spine=True))
         self._merge(spine)
-        units = [tuple([0] * p + [k]) for p, n in enumerate(spine.counts)
-                 for k in range(1, n)]
+        # the deepest first deviation first: the order of one depth-first search over the
+        # whole tree, where small subtrees near the leaves come before the large ones
+        units = [tuple([0] * p + [k]) for p in reversed(range(len(spine.counts)))
+                 for k in range(1, spine.counts[p])]
         self._frontier = len(units)
         if self.jobs == 1:
             for root in units:
