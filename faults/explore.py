@@ -19,12 +19,12 @@ points themselves live in the runtime (emulator.choice); this module only decide
   and its next option, the prefix before it unchanged. A search is cut into *units*: the
   all-default execution (the spine), then one depth-first subtree per first deviation from
   it (``[0]*p + [k]``: option ``k`` at point ``p``), the latest point first — one
-  depth-first search's own order. Units run in this process or over ``--jobs`` workers; their results are merged
-  in unit order, and each has its own state cache, so the counts and witnesses do not
-  depend on how many workers ran them. ``--strategy bfs`` runs such searches with a bound
-  on the number of non-default choices, raised one at a time, so the first witness of
-  each anomaly has the fewest choices; ``dfs`` goes straight to the full bounds; ``pct``
-  samples schedules at random (below).
+  depth-first search's own order. Units run in this process or over ``--jobs`` workers;
+  their results are merged in unit order, and each has its own state cache, so the
+  counts and witnesses do not depend on how many workers ran them. ``--strategy bfs``
+  runs such searches with a bound on the number of non-default choices, raised one at a
+  time, so the first witness of each anomaly has the fewest choices; ``dfs`` goes straight
+  to the full bounds; ``pct`` samples schedules at random (below).
 * **State caching.** At every point past its prefix an execution computes the canonical
   digest of the whole cluster (emulator.digest: actors, disks, messages in flight, timers,
   the network, and the history the checker will judge). A state seen before with at least
@@ -263,6 +263,8 @@ def run_unit(unit: Unit, progress: Callable[[UnitResult], None] | None = None
 def _execute(unit: Unit, oracle: _Execution, r: UnitResult) -> None:
     buf = io.BytesIO()
     res = run(unit.sc, unit.seed, None, writer=TraceWriter(None, buffer=buf), oracle=oracle)
+    if res.status == "aborted":   # SIGINT or SIGTERM during the run: the search ends
+        raise KeyboardInterrupt
     r.executions += 1
     r.points += len(oracle.taken)
     if oracle.pruned:
@@ -358,7 +360,17 @@ class Explorer:
 
     # -- strategies -------------------------------------------------------------------------
     def explore(self) -> Summary:
+        """Search; an interrupt (KeyboardInterrupt) leaves what was found in ``summary``."""
         self._t0 = time.monotonic()
+        try:
+            self._explore()
+        finally:
+            self.summary.seconds = time.monotonic() - self._t0
+            if self.progress is not None and self.progress.isatty():
+                self.progress.write("\n")
+        return self.summary
+
+    def _explore(self) -> None:
         s = self.summary
         ex = self.sc["explore"]
         if self.strategy == "pct":
@@ -376,10 +388,6 @@ class Explorer:
                 if self.stop_when_found and self._expected_found():
                     break
             s.complete = s.bound_choices == most
-        s.seconds = time.monotonic() - self._t0
-        if self.progress is not None and self.progress.isatty():
-            self.progress.write("\n")
-        return s
 
     def _unit(self, root: tuple[int, ...], max_choices: int, *, spine: bool = False) -> Unit:
         left = max(0, self.max_executions - self.summary.executions) \

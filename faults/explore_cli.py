@@ -166,11 +166,13 @@ def main(argv: Sequence[str]) -> int:
                         max_seconds=seconds, cache=not args.no_cache,
                         stop_when_found=args.stop_when_found, jobs=args.jobs,
                         progress=None if args.json else sys.stderr)
+    interrupted = False
     try:
         summary = explorer.explore()
-    except KeyboardInterrupt:
-        print("isrlab explore: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:   # what was found so far is still written
+        interrupted = True
+        summary = explorer.summary
+        summary.complete = False
     out = Path(args.out) if args.out else Path("out") / "explore" / sc["name"]
     problems = write_witnesses(explorer.sc, seed, summary, out)
     if args.json:
@@ -180,6 +182,9 @@ def main(argv: Sequence[str]) -> int:
         print(format_summary(sc, summary, out if summary.witnesses else None))
     for problem in problems:
         print(f"isrlab explore: {problem}", file=sys.stderr)
+    if interrupted:
+        print("isrlab explore: interrupted; the search was not completed", file=sys.stderr)
+        return 130
     if problems:
         return EXIT_UNREPRODUCED
     return EXIT_FOUND if summary.witnesses else EXIT_NONE
