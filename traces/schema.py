@@ -38,6 +38,9 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "run_end": ("status", "events", "sha256"),
     "fault": ("fault", "phase", "target"),
     "phase": ("phase",),
+    # isrlab explore: a run under a schedule left the ordinary one at this choice point
+    # (emulator.choice): option ``option`` of ``options``, named by ``label``
+    "choice": ("point", "option", "label", "options"),
     "invariant_violation": ("invariant", "detail"),
     # runtime
     "node_crash": ("kind",),
