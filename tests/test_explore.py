@@ -220,3 +220,30 @@ def test_jobs_split_the_search_without_changing_it() -> None:
         s = Explorer(sc, sc["seed"], strategy="dfs", jobs=jobs).explore()
         out.append({k: v for k, v in s.to_json().items() if k != "seconds"})
     assert out[0] == out[1] and out[0]["complete"]
+
+
+def test_a_reordering_is_a_choice_a_schedule_can_replay() -> None:
+    """Delivering another channel's entry first is an option like a fault; its witness
+    schedule replays to the same trace, and the trace says where the run left the ordinary
+    schedule."""
+    sc = load_variant(S1, [], {"max_reorders": 1, "horizon_ms": 1.0})
+    rec = _Recorder()
+    _lines(sc, rec)
+    point, option = next((p, i) for p, labels in enumerate(rec.offered)
+                         for i, label in enumerate(labels)
+                         if i > 0 and label.startswith(("deliver", "timer")))
+    label = rec.offered[point][option]
+    sc["explore"]["choices"] = [{"point": point, "option": option, "label": label}]
+    a, b = _lines(sc), _lines(sc)
+    assert a == b
+    choice = [orjson.loads(line) for line in a if b'"event":"choice"' in line]
+    assert [(c["point"], c["label"]) for c in choice] == [(point, label)]
+
+
+def test_pct_samples_the_same_schedules_for_the_same_seed() -> None:
+    runs = []
+    for _ in range(2):
+        sc = _variant(S1)
+        s = Explorer(sc, sc["seed"], strategy="pct", max_executions=12).explore()
+        runs.append({k: v for k, v in s.to_json().items() if k != "seconds"})
+    assert runs[0] == runs[1] and runs[0]["executions"] == 12 and not runs[0]["complete"]
