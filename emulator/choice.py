@@ -257,7 +257,12 @@ class Driver:
         return -1
 
     def _state(self) -> bytes:
-        return self.digest() + repr((sorted(self.held.items()), self.cut)).encode()
+        """The cluster's digest and this driver's own part of the state: what its faults
+        hold, and whether (and from when) faults may start."""
+        now = self.cluster.sched.now
+        own = (sorted(self.held.items()), self.cut, self._fault_point,
+               self._next_slot - now if self.window.slot_us else 0)
+        return self.digest() + repr(own).encode()
 
     def _start(self, opt: Option) -> None:
         from faults.plan import start_fault
