@@ -30,7 +30,7 @@ import orjson
 
 from emulator.args import Parser
 from emulator.cluster import run
-from emulator.scenario import ScenarioError, load, load_raw
+from emulator.scenario import ScenarioError, find, load, load_raw
 from faults.explore import ERROR_KIND, STRATEGIES, Explorer, Summary
 from faults.shrink_cli import dumps_toml
 from traces.checker import check_file
@@ -162,6 +162,16 @@ def main(argv: Sequence[str]) -> int:
         print(f"isrlab explore: --jobs: must be >= 1, got {args.jobs}", file=sys.stderr)
         return EXIT_BAD_INPUT
     seed = sc["seed"] if args.seed is None else args.seed
+    out = Path(args.out) if args.out else Path("out") / "explore" / sc["name"]
+    if find(args.scenario).resolve().parent == out.resolve():
+        print(f"isrlab explore: --out {out}: holds the scenario file itself, which a witness "
+              f"could overwrite: choose another directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:   # before the search, not after it
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"isrlab explore: --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     explorer = Explorer(sc, seed, strategy=args.strategy, max_executions=executions,
                         max_seconds=seconds, cache=not args.no_cache,
                         stop_when_found=args.stop_when_found, jobs=args.jobs,
@@ -173,7 +183,6 @@ def main(argv: Sequence[str]) -> int:
         interrupted = True
         summary = explorer.summary
         summary.complete = False
-    out = Path(args.out) if args.out else Path("out") / "explore" / sc["name"]
     problems = write_witnesses(explorer.sc, seed, summary, out)
     if args.json:
         print(orjson.dumps({**summary.to_json(), "out": str(out), "problems": problems},

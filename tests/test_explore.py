@@ -209,6 +209,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
     assert main([S1, "--set", 'explore.faults=["crash"]']) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "names no target" in err[1]
+    taken = tmp_path / "a-file"
+    taken.write_text("mine\n")
+    assert main([S1, "--out", str(taken)]) == 2   # refused before the search starts
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(taken) in err[0] and taken.read_text() == "mine\n"
 
 
 def test_jobs_split_the_search_without_changing_it() -> None:
