@@ -52,7 +52,7 @@ where its run left the ordinary schedule.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -110,7 +110,8 @@ class Window:
     max_faults: int
     max_reorders: int
     horizon_us: int
-    faults: tuple[str, ...]
+    #: the candidate faults: (text, kind, targets, duration in seconds)
+    faults: tuple[tuple[str, str, tuple[str, ...], float], ...]
     #: faults may start once per slot of this length (0: at every instant)
     slot_us: int
 
@@ -118,8 +119,14 @@ class Window:
     def of(cls, table: dict[str, Any]) -> Window:
         return cls(int(float(table["from_s"]) * US), int(table["depth"]),
                    int(table["max_faults"]), int(table["max_reorders"]),
-                   int(float(table["horizon_ms"]) * 1000), tuple(table["faults"]),
+                   int(float(table["horizon_ms"]) * 1000),
+                   tuple((text, *_parsed(text)) for text in table["faults"]),
                    int(float(table["slot_ms"]) * 1000))
+
+
+def _parsed(text: str) -> tuple[str, tuple[str, ...], float]:
+    kind, targets, duration = parse_fault(text)
+    return kind, tuple(targets), duration
 
 
 def parse_fault(text: str) -> tuple[str, list[str], float]:
@@ -179,8 +186,6 @@ class Driver:
         #: whether links are cut
         self.held: dict[str, str] = {}
         self.cut = False
-        self.pruned = False
-        self.taken: list[dict[str, Any]] = []
         #: faults may start at the first point of an instant, or right after another fault
         self._instant = -1
         self._fault_point = True
@@ -205,8 +210,7 @@ class Driver:
             if w.slot_us:
                 self._next_slot = now - (now - w.from_us) % w.slot_us + w.slot_us
         if self._fault_point and self.faults_used < w.max_faults:
-            for text in w.faults:
-                kind, target, duration = parse_fault(text)
+            for text, kind, target, duration in w.faults:
                 if self._acts(kind, target):
                     out.append(Option("fault", text, plan=_plan(kind, target, duration),
                                       counts=True))
@@ -217,7 +221,7 @@ class Driver:
                 out.append(Option("fault", "heal", plan=_plan("heal", [])))
         return out
 
-    def _acts(self, kind: str, target: list[str]) -> bool:
+    def _acts(self, kind: str, target: tuple[str, ...]) -> bool:
         nodes = [n for t in target for n in self.cluster.resolve_target(t)]
         if not nodes:
             return False
@@ -239,12 +243,10 @@ class Driver:
         i = self.oracle.pick(point, options, self._state,
                              (w.max_faults - self.faults_used, w.max_reorders - self.reorders_used))
         if i == PRUNE:
-            self.pruned = True
             self.cluster.sched.stop()
             return -1
         opt = options[i]
         if i:
-            self.taken.append({"point": point, "option": i, "label": opt.label})
             self.cluster.sched.emit("sim", "explore", "choice", point=point, option=i,
                                     label=opt.label, options=len(options))
         if opt.kind == "deliver":
@@ -289,7 +291,7 @@ class Driver:
                                    "at_s": self.cluster.sched.now / US})
 
 
-def _plan(kind: str, target: list[str], duration_s: float = 0.0) -> dict[str, Any]:
+def _plan(kind: str, target: Sequence[str], duration_s: float = 0.0) -> dict[str, Any]:
     return {"fault": kind, "target": list(target), "duration_s": duration_s}
 
 

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from actors.core import Machine
 from actors.wire import FrameError, decode
+from emulator.scheduler import SEQ_BITS, SEQ_MASK
 
 if TYPE_CHECKING:
     from emulator.cluster import Cluster
@@ -65,7 +66,6 @@ _SKIP: Final = frozenset({"now_us", "_out", "touched", "task", "node", "name", "
                           "rules", "cfg", "factory", "host"})
 _TIME: Final = re.compile(r"(_us|_ms|until|deadline|_time|since|_at)(_|$)")
 _ID: Final = re.compile(r"correlation|corr|token|handle|_gen|_outstanding|msg_count")
-_SEQ_BITS: Final = 40
 
 
 class History:
@@ -105,8 +105,8 @@ def cluster_digest(cluster: Cluster, history: History) -> bytes:
                       tuple(walker.entry(e) for e in node.held), machines))
     entries = []
     for key in sorted(sched._heap):
-        entry = sched._entries[key & ((1 << _SEQ_BITS) - 1)]
-        entries.append((walker.rel_us(key >> _SEQ_BITS), walker.entry(entry)))
+        entry = sched._entries[key & SEQ_MASK]
+        entries.append((walker.rel_us(key >> SEQ_BITS), walker.entry(entry)))
     net = cluster.network
     network = (sorted(net._cut.items()), sorted(net._extra_us.items()),
                sorted(net._link_drop.items()),

@@ -133,9 +133,6 @@ class StateCache:
     def __init__(self) -> None:
         self.seen: dict[bytes, list[Budget]] = {}
 
-    def __len__(self) -> int:
-        return len(self.seen)
-
     def visit(self, key: bytes, budget: Budget) -> bool:
         """True when ``key`` must be explored with ``budget`` (and remember it)."""
         old = self.seen.get(key)
