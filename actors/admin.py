@@ -10,6 +10,7 @@ logStartOffset. Each request and its result are traced (``delete_records``,
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from actors.client import Client
@@ -18,8 +19,10 @@ from actors.messages import DeleteRecords, DeleteRecordsResponse, Tick
 
 class Admin(Client):
     def __init__(self, node: str, actions: list[dict[str, Any]], *,
-                 brokers: tuple[int, ...], request_timeout_ms: int = 30000) -> None:
-        super().__init__(node, "admin", brokers=brokers, request_timeout_ms=request_timeout_ms)
+                 brokers: tuple[int, ...], request_timeout_ms: int = 30000,
+                 rng: random.Random | None = None) -> None:
+        super().__init__(node, "admin", brokers=brokers, request_timeout_ms=request_timeout_ms,
+                         rng=rng)
         self.actions = actions
         self.inflight: dict[int, dict[str, Any]] = {}
 
@@ -45,7 +48,7 @@ class Admin(Client):
                                 self.request_timeout_ms, corr))
 
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
-        if self.handle_metadata(msg):
+        if self.handle_metadata(msg, src):
             return
         if type(msg) is Tick and msg.kind == "admin":
             self._delete(msg.token)

@@ -5,21 +5,89 @@ dead broker costs one timeout, as Kafka's ``NetworkClient`` least-loaded-node ch
 and refreshes on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH and on a timeout, and
 ``metadata.max.age.ms`` after the last answer (Kafka's ``Metadata.timeToNextUpdate``: how a
 client learns of partitions added to a topic when nothing fails).
+
+Connections (Kafka's ``ClusterConnectionStates``): a connection to a broker that is reset or
+refused is *blacked out* for ``reconnect.backoff.ms`` (50 ms), doubling with each failed
+attempt up to ``reconnect.backoff.max.ms`` (1 s) before jitter of ±20 %
+(``updateReconnectBackoff`` through ``ExponentialBackoff``); any answer from the broker makes
+the connection ready again and resets the count (``ready``). Nothing is sent to a blacked-out
+broker: the metadata request goes to the next bootstrap broker that can be connected to
+(``leastLoadedNode`` skips blacked-out nodes), and when none can, it waits until the first
+one can (``DefaultMetadataUpdater.maybeUpdate``); the producer's batches for a blacked-out
+leader stay in the accumulator (``Sender.sendProducerData`` drops nodes that are not
+``ready``) and the consumer does not fetch from it. So a client whose brokers are all down
+tries again about once a second, not once per round trip. The jitter comes from the client's
+own random stream, so a run stays a function of its seed.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from typing import Any
 
-from actors.core import Address, Machine
+from actors.core import US_PER_MS, Address, Machine
 from actors.messages import MetadataRequest, MetadataResponse, Tick
+
+
+class ConnectionStates:
+    """The client's view of its connections to brokers (``ClusterConnectionStates``): only
+    the broker nodes whose last connection failed are tracked — a node absent is connected
+    or connectable."""
+
+    __slots__ = ("_blackout", "_exp_max", "_failed", "_rng", "backoff_ms")
+
+    JITTER = 0.2
+
+    def __init__(self, backoff_ms: int, backoff_max_ms: int, rng: random.Random) -> None:
+        self.backoff_ms = backoff_ms
+        #: ``ExponentialBackoff.expMax``: the exponent at which the delay reaches the maximum
+        #: (0: a constant delay, without jitter, when the maximum is not above the start)
+        self._exp_max = (math.log(backoff_max_ms / backoff_ms, 2)
+                         if backoff_max_ms > backoff_ms > 0 else 0.0)
+        self._rng = rng
+        self._failed: dict[str, int] = {}      # node -> failed attempts in a row
+        self._blackout: dict[str, int] = {}    # node -> connectable again at (us)
+
+    def _backoff_us(self, attempts: int) -> int:
+        if self._exp_max == 0.0:
+            return self.backoff_ms * US_PER_MS
+        term = self.backoff_ms * 2.0 ** min(attempts, self._exp_max)
+        factor = self._rng.uniform(1 - self.JITTER, 1 + self.JITTER)
+        return int(term * factor) * US_PER_MS
+
+    def disconnected(self, node: str, now_us: int) -> None:
+        """The connection to ``node`` was reset or refused at ``now_us``."""
+        attempts = self._failed.get(node, 0)
+        self._blackout[node] = now_us + self._backoff_us(attempts)
+        self._failed[node] = attempts + 1
+
+    def ready(self, node: str) -> None:
+        """An answer came from ``node``: its connection works."""
+        if node in self._failed:
+            del self._failed[node]
+            del self._blackout[node]
+
+    def delay_us(self, node: str, now_us: int) -> int:
+        """How long until a connection to ``node`` may be attempted (0: now)."""
+        until = self._blackout.get(node)
+        return 0 if until is None or until <= now_us else until - now_us
 
 
 class Client(Machine):
     def __init__(self, node: str, name: str, *, brokers: tuple[int, ...],
                  request_timeout_ms: int, retry_backoff_ms: int = 100,
-                 metadata_max_age_ms: int = 300_000) -> None:
+                 metadata_max_age_ms: int = 300_000, reconnect_backoff_ms: int = 50,
+                 reconnect_backoff_max_ms: int = 1000,
+                 rng: random.Random | None = None) -> None:
         super().__init__(node, name)
+        self.connections = ConnectionStates(
+            reconnect_backoff_ms, reconnect_backoff_max_ms,
+            rng if rng is not None else random.Random(0))
+        #: a metadata request waits for its backoff or a connectable broker until then
+        self._metadata_wait_us = 0
+        #: the last metadata answer or failure (``Metadata.lastRefreshMs``)
+        self._last_refresh_us = -(1 << 62)
         self.metadata_max_age_ms = metadata_max_age_ms
         self._metadata_age_timer = 0
         self._metadata_age_corr = -1
@@ -46,23 +114,45 @@ class Client(Machine):
     def replica_address(self, broker: int, topic: str, partition: int) -> Address:
         return (f"broker-{broker}", f"{topic}-{partition}")
 
+    def connect_delay_ms(self, broker: int) -> float:
+        """How long until ``broker`` may be sent to (0: now; ``connectionDelay``)."""
+        return self.connections.delay_us(f"broker-{broker}", self.now_us) / US_PER_MS
+
     def refresh_metadata(self) -> None:
-        if self._metadata_corr >= 0:
-            return   # one metadata request at a time
+        """Ask for metadata (``Metadata.requestUpdate``): at once, unless one request is in
+        flight, the last answer or failure is less than ``retry.backoff.ms`` old
+        (``Metadata.timeToAllowUpdate`` before KIP-580), or every broker is blacked out."""
+        if self._metadata_corr >= 0 or self._metadata_wait_us > self.now_us:
+            return
+        n = len(self.brokers)
+        now = self.now_us
+        delays = [self.connections.delay_us(f"broker-{self.brokers[(self._bootstrap_i + i) % n]}",
+                                            now) for i in range(n)]
+        wait_us = max(min(delays),
+                      self._last_refresh_us + self.retry_backoff_ms * US_PER_MS - now)
+        if wait_us > 0:
+            self._metadata_wait_us = now + wait_us
+            self.timer(wait_us / US_PER_MS, Tick("metadata_wait", 0, 0))
+            return
+        self._metadata_wait_us = 0
+        self._bootstrap_i += delays.index(0)
         corr = self.next_correlation()
         self._metadata_corr = corr
-        broker = self.brokers[self._bootstrap_i % len(self.brokers)]
+        broker = self.brokers[self._bootstrap_i % n]
         self._bootstrap_i += 1
         self._metadata_broker = broker
         self.send((f"broker-{broker}", "broker"), MetadataRequest(corr))
         self.timer(self.request_timeout_ms, Tick("metadata_timeout", corr, 0))
 
-    def handle_metadata(self, msg: Any) -> bool:
-        """Consume metadata traffic; True when ``msg`` was a metadata message."""
+    def handle_metadata(self, msg: Any, src: Address) -> bool:
+        """Consume metadata traffic; True when ``msg`` was a metadata message. Any message
+        from a broker shows that the connection to it works."""
+        self.connections.ready(src[0])
         if type(msg) is MetadataResponse:
             if msg.correlation != self._metadata_corr:
                 return True
             self._metadata_corr = -1
+            self._last_refresh_us = self.now_us
             for topic, partition, leader, epoch in msg.partitions:
                 old = self.leaders.get((topic, partition))
                 if old is None or epoch >= old[1]:
@@ -84,17 +174,26 @@ class Client(Machine):
         if type(msg) is Tick and msg.kind == "metadata_timeout":
             if msg.token == self._metadata_corr:
                 self._metadata_corr = -1
+                self._last_refresh_us = self.now_us   # Metadata.failedUpdate
                 self.refresh_metadata()
             return True
         if type(msg) is Tick and msg.kind == "metadata_retry":
             self.refresh_metadata()
             return True
+        if type(msg) is Tick and msg.kind == "metadata_wait":
+            self._metadata_wait_us = 0
+            self.refresh_metadata()
+            return True
         return False
 
     def connection_reset(self, peer: str) -> None:
-        """A metadata request in flight to ``peer`` fails now: ask the next broker."""
+        """The connection to ``peer`` is down (``NetworkClient.handleDisconnections``): it is
+        blacked out for the reconnect backoff, and a metadata request in flight to it fails
+        now: the next broker is asked."""
+        self.connections.disconnected(peer, self.now_us)
         if self._metadata_corr >= 0 and peer == f"broker-{self._metadata_broker}":
             self._metadata_corr = -1
+            self._last_refresh_us = self.now_us   # Metadata.failedUpdate
             self.refresh_metadata()
 
     def on_metadata(self) -> None:

@@ -37,6 +37,7 @@ is Kafka's at-least-once: records after the last commit are read again.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,15 +92,20 @@ class ConsumerConfig:
     retry_backoff_ms: int = 100
     offsets_topic_partitions: int = 50
     metadata_max_age_ms: int = 300000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
 
 
 class Consumer(Client):
     def __init__(self, node: str, cfg: ConsumerConfig, *, brokers: tuple[int, ...],
-                 incarnation: int = 1) -> None:
+                 incarnation: int = 1, connection_rng: random.Random | None = None) -> None:
         super().__init__(node, "consumer", brokers=brokers,
                          request_timeout_ms=cfg.request_timeout_ms,
                          retry_backoff_ms=cfg.retry_backoff_ms,
-                         metadata_max_age_ms=cfg.metadata_max_age_ms)
+                         metadata_max_age_ms=cfg.metadata_max_age_ms,
+                         reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+                         reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+                         rng=connection_rng)
         self.cfg = cfg
         #: the topic's partition count as the metadata shows it, and the count this member
         #: last joined the group with
@@ -304,6 +310,11 @@ class Consumer(Client):
             self._retry_later(p)
             self.refresh_metadata()
             return
+        wait_ms = self.connect_delay_ms(leader)
+        if wait_ms > 0:   # Fetcher.prepareFetchRequests: "awaiting reconnect backoff"
+            self.outstanding.pop(p, None)
+            self.timer(wait_ms, Tick("retry", 0, p))
+            return
         corr = self.next_correlation()
         self.outstanding[p] = corr
         self.outstanding_to[p] = (f"broker-{leader}", "Fetch")
@@ -357,7 +368,7 @@ class Consumer(Client):
 
     # -- messages ----------------------------------------------------------------------------
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
-        if self.handle_metadata(msg):
+        if self.handle_metadata(msg, src):
             return
         t = type(msg)
         cfg = self.cfg

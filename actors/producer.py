@@ -75,6 +75,8 @@ class ProducerConfig:
     delivery_timeout_ms: int = 120000
     record_bytes: int = 100
     metadata_max_age_ms: int = 300000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
 
 
 #: the workload clock's finest step (see the module note)
@@ -96,11 +98,15 @@ class Batch:
 
 class Producer(Client):
     def __init__(self, node: str, producer_id: int, cfg: ProducerConfig,
-                 rng: random.Random, *, brokers: tuple[int, ...]) -> None:
+                 rng: random.Random, *, brokers: tuple[int, ...],
+                 connection_rng: random.Random | None = None) -> None:
         super().__init__(node, "producer", brokers=brokers,
                          request_timeout_ms=cfg.request_timeout_ms,
                          retry_backoff_ms=cfg.retry_backoff_ms,
-                         metadata_max_age_ms=cfg.metadata_max_age_ms)
+                         metadata_max_age_ms=cfg.metadata_max_age_ms,
+                         reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+                         reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+                         rng=connection_rng)
         self.producer_id = producer_id
         self.cfg = cfg
         self.rng = rng
@@ -125,6 +131,8 @@ class Producer(Client):
         #: records sent before the workload clock last (re)started
         self._sent_base = 0
         self._blocked = False
+        #: a drain is due then, when a blacked-out leader's connection may be tried again
+        self._wake_us = 0
 
     def start(self) -> None:
         self.refresh_metadata()
@@ -179,9 +187,22 @@ class Producer(Client):
         A lingered batch that cannot go keeps taking records until it is full, as Kafka's
         last batch in a partition's deque does (``tryAppend``), so a backlog built during an
         outage leaves in full batches."""
+        leader = self.leader_of(self.cfg.topic, partition)[0]
         return (not self.queues[partition]
                 and self.inflight_per_partition[partition] < self.cfg.max_in_flight
-                and self.leader_of(self.cfg.topic, partition)[0] >= 0)
+                and leader >= 0 and not self._blacked_out(leader))
+
+    def _blacked_out(self, leader: int) -> bool:
+        """Whether ``leader``'s connection is in its reconnect backoff (the Sender skips a
+        node that is not ``ready``); if so, the accumulator is drained again once it ends."""
+        wait_ms = self.connect_delay_ms(leader)
+        if wait_ms <= 0:
+            return False
+        wake_us = self.now_us + int(wait_ms * US_PER_MS)
+        if not self.now_us < self._wake_us <= wake_us:
+            self._wake_us = wake_us
+            self.timer(wait_ms, Tick("retry", 0, 0))
+        return True
 
     def _seal(self, partition: int) -> None:
         batch = self.open.pop(partition, None)
@@ -223,6 +244,8 @@ class Producer(Client):
                 leader, epoch = self.leader_of(cfg.topic, partition)
                 if leader < 0:
                     self.refresh_metadata()
+                    break
+                if self._blacked_out(leader):
                     break
                 batch = q.popleft()
                 if self.now_ms - batch.created_ms > cfg.delivery_timeout_ms:
@@ -314,7 +337,7 @@ class Producer(Client):
         self._drain()
 
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
-        if self.handle_metadata(msg):
+        if self.handle_metadata(msg, src):
             return
         if type(msg) is ProduceResponse:
             self._complete(msg.correlation, msg.error, msg.base_offset)

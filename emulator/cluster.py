@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import random
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -273,6 +274,8 @@ class Cluster:
                 max_in_flight=p["max.in.flight.requests.per.connection"],
                 linger_ms=p["linger.ms"], batch_size=p["batch.size"],
                 retry_backoff_ms=p["retry.backoff.ms"],
+                reconnect_backoff_ms=p["reconnect.backoff.ms"],
+                reconnect_backoff_max_ms=p["reconnect.backoff.max.ms"],
                 request_timeout_ms=p["request.timeout.ms"],
                 delivery_timeout_ms=p["delivery.timeout.ms"])
             name = producer_node(i)
@@ -281,7 +284,8 @@ class Cluster:
                                  ) -> list[Machine]:
                 return [Producer(node.name, i, pcfg,
                                  self.rng.child(f"{node.name}/{node.incarnation}"),
-                                 brokers=self.broker_ids)]
+                                 brokers=self.broker_ids,
+                                 connection_rng=self._connection_rng(node))]
             self.sched.add_node(Node(name, NoDisk(), producer_factory))
             self.node_names.append(name)
 
@@ -289,7 +293,8 @@ class Cluster:
             actions = list(sc["admin"])
 
             def admin_factory(node: Node) -> list[Machine]:
-                return [Admin(node.name, actions, brokers=self.broker_ids)]
+                return [Admin(node.name, actions, brokers=self.broker_ids,
+                              rng=self._connection_rng(node))]
             self.sched.add_node(Node("admin", NoDisk(), admin_factory))
             self.node_names.append("admin")
 
@@ -301,6 +306,8 @@ class Cluster:
                     group=c["group"], topic=c["topic"],
                     partitions=t["partitions"] if t["create_at_start"] else 0, member=m,
                     metadata_max_age_ms=c["metadata.max.age.ms"],
+                    reconnect_backoff_ms=c["reconnect.backoff.ms"],
+                    reconnect_backoff_max_ms=c["reconnect.backoff.max.ms"],
                     members=c["members"], assignor=c["partition.assignment.strategy"],
                     auto_offset_reset=c["auto.offset.reset"],
                     auto_commit_interval_ms=c["auto.commit.interval.ms"],
@@ -314,10 +321,16 @@ class Cluster:
                 def consumer_factory(node: Node, ccfg: ConsumerConfig = ccfg
                                      ) -> list[Machine]:
                     return [Consumer(node.name, ccfg, brokers=self.broker_ids,
-                                     incarnation=node.incarnation)]
+                                     incarnation=node.incarnation,
+                                     connection_rng=self._connection_rng(node))]
                 self.sched.add_node(Node(name, NoDisk(), consumer_factory))
                 self.node_names.append(name)
                 self.consumers.append(name)
+
+    def _connection_rng(self, node: Node) -> random.Random:
+        """A client's reconnect-backoff jitter: its own stream, so that a disconnect does not
+        shift the producer's key draws."""
+        return self.rng.child(f"{node.name}/{node.incarnation}/connections")
 
     # -- the World protocol (faults.plan) ----------------------------------------------------------
     def resolve_target(self, target: Any) -> list[str]:

@@ -209,6 +209,8 @@ PRODUCER: dict[str, Key] = {
     "delivery.timeout.ms": Key(INT, 120000, _pos),
     "retry.backoff.ms": Key(INT, 100, _nonneg),
     "metadata.max.age.ms": Key(INT, 300000, _pos),
+    "reconnect.backoff.ms": Key(INT, 50, _pos),
+    "reconnect.backoff.max.ms": Key(INT, 1000, _pos),
 }
 
 CONSUMER: dict[str, Key] = {
@@ -223,6 +225,8 @@ CONSUMER: dict[str, Key] = {
     "fetch.max.wait.ms": Key(INT, 500, _nonneg),
     "max.poll.records": Key(INT, 500, _pos),
     "metadata.max.age.ms": Key(INT, 300000, _pos),
+    "reconnect.backoff.ms": Key(INT, 50, _pos),
+    "reconnect.backoff.max.ms": Key(INT, 1000, _pos),
 }
 
 FAULTS: dict[str, Key] = {

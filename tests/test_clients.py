@@ -212,6 +212,11 @@ def test_consumer_learns_the_leader_of_an_assigned_partition_missing_from_its_me
     ask = [e.msg for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
     c.handle(OffsetFetchResponse("g0", "orders", 2, -1, "NONE", ask[-1].correlation),
              ("broker-3", "broker"))
+    # the last answer is less than retry.backoff.ms old: the update waits for it
+    # (Metadata.timeToAllowUpdate), then goes
+    assert not [e for e in c.drain() if isinstance(e, Send)]
+    c.now_us = 100_000
+    c.handle(Tick("metadata_wait", 0, 0), ("consumer-g0-1", "consumer"))
     again = [e.msg for e in c.drain() if isinstance(e, Send)
              and isinstance(e.msg, MetadataRequest)]
     assert again, "no metadata request for a partition with no known leader"
@@ -260,9 +265,13 @@ def test_a_failed_batch_is_resent_only_after_retry_backoff() -> None:
     p.now_us = 6_000
     p.handle(ProduceResponse("orders", 0, "NOT_LEADER_OR_FOLLOWER", -1, first[0].correlation),
              ("broker-2", "orders-0"))
-    p.now_us = 8_000
-    metadata()                       # the refreshed metadata arrives after 2 ms...
-    assert sent(Produce) == []       # ...and the batch still backs off
+    # the metadata update waits retry.backoff.ms after the last answer (at 0 ms:
+    # Metadata.timeToAllowUpdate), then its answer comes back in 2 ms...
+    p.now_us = 100_000
+    p.handle(Tick("metadata_wait", 0, 0), me)
+    p.now_us = 102_000
+    metadata()
+    assert sent(Produce) == []       # ...and the batch still backs off (to 106 ms)
     p.now_us = 106_000
     p.handle(Tick("retry", 0, 0), me)
     again = sent(Produce)

@@ -94,3 +94,67 @@ def test_a_leader_that_loses_power_is_cut_off_or_pauses_says_nothing(
     evs = _run(tmp_path, fault)
     assert not [e for e in evs if e["event"] == "request_failed"]
     assert _fenced_only_on_reregistration(evs)
+
+
+def test_reconnect_backoff_doubles_from_50_ms_to_1_s_with_jitter_and_resets_on_an_answer(
+        ) -> None:
+    """``ClusterConnectionStates.updateReconnectBackoff``: the n-th failed attempt in a row
+    blacks the broker out for ``reconnect.backoff.ms`` × 2^(n-1), at most
+    ``reconnect.backoff.max.ms`` before a ±20 % jitter; ``ready`` (any answer) resets it."""
+    import random
+
+    from actors.client import ConnectionStates
+
+    states = ConnectionStates(50, 1000, random.Random(7))
+    now = 0
+    waits = []
+    for _ in range(8):
+        states.disconnected("broker-1", now)
+        waits.append(states.delay_us("broker-1", now) // 1000)
+        now += waits[-1] * 1000
+    for n, wait in enumerate(waits):
+        term = min(50 * 2 ** n, 1000)
+        assert 0.8 * term <= wait <= 1.2 * term, (n, waits)
+    assert states.delay_us("broker-2", now) == 0
+    states.ready("broker-1")
+    states.disconnected("broker-1", now)
+    assert states.delay_us("broker-1", now) <= 60_000
+    # without a maximum above the start, the delay is constant and has no jitter
+    flat = ConnectionStates(50, 50, random.Random(7))
+    for _ in range(3):
+        flat.disconnected("broker-1", 0)
+        assert flat.delay_us("broker-1", 0) == 50_000
+
+
+def test_a_client_whose_brokers_are_all_down_asks_for_metadata_about_once_a_second(
+        tmp_path: Path) -> None:
+    """Every broker's process is killed for 5 s: each metadata request is refused within a
+    round trip, and the producer asks the next broker only once one is out of its reconnect
+    backoff (``DefaultMetadataUpdater.maybeUpdate`` waits when ``leastLoadedNode`` finds
+    none) and ``retry.backoff.ms`` after the last failed update (``Metadata.failedUpdate``,
+    ``timeToAllowUpdate``) — dozens of requests, not one per 2 ms round trip (2,500) as
+    without them; after the restart its requests are answered again."""
+    f = tmp_path / "all-down.toml"
+    f.write_text(SCENARIO.format(fault="crash").replace(
+        'target = "broker-1"\nduration_s = 0.5',
+        'target = ["broker-1", "broker-2", "broker-3"]\nduration_s = 5.0'))
+    buf = io.BytesIO()
+    res = run(load(str(f)), 1, None, writer=TraceWriter(None, buffer=buf), trace_messages=True)
+    assert res.status == "ok", res.error
+    evs = [orjson.loads(x) for x in buf.getvalue().splitlines()]
+    crash = min(e["ts_us"] for e in evs if e["event"] == "node_crash")
+    restart = min(e["ts_us"] for e in evs if e["event"] == "node_restart")
+    asked = [e for e in evs if e["event"] == "msg_send" and e["msg"] == "MetadataRequest"
+             and e["src"] == "producer-0/producer" and crash < e["ts_us"] < restart]
+    assert 5 <= len(asked) <= 60, len(asked)
+    # each refused request is a failed update: the next waits retry.backoff.ms (100 ms)
+    times = [e["ts_us"] for e in asked]
+    assert all(b - a >= 100_000 for a, b in zip(times, times[1:], strict=False)), times
+    # and each broker's reconnect backoff grows towards its 1 s ceiling (less jitter)
+    gaps = [b["ts_us"] - a["ts_us"] for a in asked for b in asked
+            if b["dst"] == a["dst"] and b["ts_us"] > a["ts_us"]
+            and not any(a["ts_us"] < c["ts_us"] < b["ts_us"] and c["dst"] == a["dst"]
+                        for c in asked)]
+    assert max(gaps) >= 800_000, gaps
+    assert any(e["event"] == "msg_recv" and e["msg"] == "MetadataResponse"
+               and e["node"] == "producer-0" and e["ts_us"] > restart for e in evs)
