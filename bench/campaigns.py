@@ -40,7 +40,7 @@ from faults.campaign import (  # noqa: E402
     CampaignConfig,
     Job,
     _context,
-    _pool,
+    process_pool,
     run_campaign,
     run_seed,
 )
@@ -133,7 +133,7 @@ def first_detection(path: Path, overrides: list[str], max_seeds: int, max_s: flo
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         job = Job(sc, tmp)
-        pool = _pool(jobs)
+        pool = process_pool(jobs)
         done: dict[int, bool] = {}
         inflight: dict[cf.Future[dict[str, Any]], int] = {}
         nxt = 1
@@ -173,7 +173,7 @@ def fixed_hits(path: Path, overrides: list[str], fixed: list[str], seeds: int,
     errors = 0
     with tempfile.TemporaryDirectory() as tmp:
         job = Job(sc, tmp)
-        pool = _pool(jobs)
+        pool = process_pool(jobs)
         try:
             futures = {pool.submit(run_seed, job, s): s for s in range(1, seeds + 1)}
             for fut in cf.as_completed(futures):

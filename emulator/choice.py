@@ -87,6 +87,9 @@ class Option:
     plan: dict[str, Any] | None = None
     #: a fault that counts against max_faults (its revert does not)
     counts: bool = False
+    #: a delivery's channel — ``"src->dst"`` nodes for frames, ``"timer node/actor"`` for
+    #: an actor's timers: the chains of ``--strategy pct`` (faults.explore)
+    chain: str = ""
 
 
 class Oracle(Protocol):
@@ -199,9 +202,10 @@ class Driver:
         """The options of this point; ``candidates`` are (src, dst, frame) of each
         deliverable entry, the earliest first."""
         w = self.window
-        out = [Option("deliver", _deliver_label(*candidates[0]), 0)]
+        out = [Option("deliver", _deliver_label(*candidates[0]), 0,
+                      chain=_chain(*candidates[0]))]
         if self.reorders_used < w.max_reorders:
-            out += [Option("deliver", _deliver_label(*c), i)
+            out += [Option("deliver", _deliver_label(*c), i, chain=_chain(*c))
                     for i, c in enumerate(candidates) if i > 0]
         now = self.cluster.sched.now
         if now != self._instant and now >= self._next_slot:
@@ -293,6 +297,13 @@ class Driver:
 
 def _plan(kind: str, target: Sequence[str], duration_s: float = 0.0) -> dict[str, Any]:
     return {"fault": kind, "target": list(target), "duration_s": duration_s}
+
+
+def _chain(src: str, dst: str, frame: Any) -> str:
+    """The channel of a candidate: what stays FIFO whatever the explorer chooses."""
+    if src == dst:
+        return f"timer {dst}"
+    return f"{src.partition('/')[0]}->{dst.partition('/')[0]}"
 
 
 def _deliver_label(src: str, dst: str, frame: Any) -> str:

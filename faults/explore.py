@@ -40,10 +40,23 @@ points themselves live in the runtime (emulator.choice); this module only decide
   fewest non-default choices is kept (the first found on ties), written as a scenario file
   whose ``[explore] choices`` reproduce it and as its trace, so ``isrlab run``, ``replay``,
   ``check``, ``explain`` and ``report`` take it as it is.
-* **pct**: each execution picks ``d`` (= the fault and reorder bounds summed) points
-  uniformly in the window and a uniformly random non-default option at each, from the
-  command's seed — PCT's priority change points adapted to messages (PCTCP); it covers
-  nothing completely and says so, but reaches deep bounds cheaply.
+* **pct**: PCTCP (Ozkan, Majumdar, Niksic, Befrouei, Weissenbacher, "Randomized testing of
+  distributed systems with probabilistic guarantees", OOPSLA 2018), PCT adapted to message
+  passing. The chains are the channels (a directed node pair's frames, an actor's timers:
+  each is FIFO, so a chain's next message is its channel's candidate). Each execution
+  gives every chain a random priority when it first appears, delivers at every point the
+  candidate of the highest-priority chain (reordering at will within ``horizon_ms``:
+  ``max_reorders`` is not a cap here but the bug depth aimed at, ``d - 1``), and at
+  ``max_reorders`` change points drawn uniformly among the ``depth`` points lowers the
+  chain about to be served below every other (the i-th change point to priority i).
+  Faults are not in PCTCP's theory: ``max_faults`` fault points (twice that when a
+  candidate fault has no duration, for its revert) are drawn uniformly too, each taking a
+  uniformly random fault option. The guarantee it prints is PCTCP's bound times the
+  chance of the fault draw: an execution hits a given bug of depth ``d`` whose faults sit
+  at given points with probability at least ``1/(c * k**(d-1)) * 1/(C(k, n) * F**n)``
+  (``c`` chains, ``k`` = depth points, ``n`` fault points of at most ``F`` options), so
+  ``E`` executions miss it with probability at most ``(1 - p)**E``. It covers nothing
+  completely and says so, but reaches deep bounds cheaply.
 
 Determinism: the search order is a function of the scenario, seed and bounds; digests never
 use ``hash()`` or addresses; so the same command gives the same executions, witnesses and
@@ -57,6 +70,7 @@ from __future__ import annotations
 
 import copy
 import io
+import math
 import random
 import time
 from collections.abc import Callable
@@ -65,7 +79,7 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from emulator.choice import PRUNE, Option
+from emulator.choice import PRUNE, Option, Window
 from emulator.cluster import run
 from traces.checker import check_events
 from traces.writer import TraceWriter
@@ -102,6 +116,20 @@ class Summary:
     seconds: float = 0.0
     bound_choices: int = -1       # bfs: the choice bound fully covered (-1: none)
     witnesses: dict[str, Witness] = field(default_factory=dict)
+    #: pct: the most chains and fault options any execution saw, and its fault points
+    chains: int = 0
+    fault_options: int = 0
+    fault_points: int = 0
+
+    def pct_bound(self) -> tuple[float, float]:
+        """pct: (p, miss) — the least chance that one execution hits a given bug of depth
+        ``max_reorders + 1`` with its faults at given points, and the most that every
+        execution so far missed it (see the module note)."""
+        c, k, n = max(1, self.chains), max(1, self.depth), self.fault_points
+        p = 1.0 / (c * k ** self.max_reorders)
+        if n:
+            p /= math.comb(k, min(n, k)) * max(1, self.fault_options) ** n
+        return p, (1.0 - p) ** self.executions
 
     def statement(self) -> str:
         if self.witnesses:
@@ -109,6 +137,14 @@ class Summary:
         if self.complete:
             return (f"no anomaly within {self.max_faults} faults, {self.max_reorders} "
                     f"reorderings and depth {self.depth} ({self.states} distinct states)")
+        if self.strategy == "pct":
+            p, miss = self.pct_bound()
+            return (f"no anomaly found in {self.executions} random executions (PCTCP: a bug "
+                    f"of depth {self.max_reorders + 1} within depth {self.depth} "
+                    f"({self.chains} chains), with its {self.fault_points} fault points of "
+                    f"at most {self.fault_options} options placed, is hit by each with "
+                    f"probability >= {p:.3g}; missed by all with probability <= "
+                    f"{miss:.3g}); nothing is covered completely")
         return (f"no anomaly found in {self.executions} executions ({self.states} distinct "
                 f"states); the bounds were not covered completely")
 
@@ -120,6 +156,10 @@ class Summary:
             "pruned": self.pruned, "leaves": self.leaves, "points": self.points,
             "distinct_states": self.states, "complete": self.complete,
             "bound_choices": self.bound_choices, "seconds": round(self.seconds, 3),
+            **({"pct": {"chains": self.chains, "fault_points": self.fault_points,
+                        "fault_options": self.fault_options,
+                        "p_hit": self.pct_bound()[0], "p_miss": self.pct_bound()[1]}}
+               if self.strategy == "pct" else {}),
             "statement": self.statement(),
             "witnesses": {k: {"choices": w.choices, "execution": w.execution,
                               "count": w.count}
@@ -181,6 +221,51 @@ class _Execution:
                 i = 1 + int(self.change[point] * (n - 1))
         self.taken.append(i)
         self.counts.append(eff)
+        if i:
+            self.choices += 1
+            self.labels[point] = options[i].label
+        return i
+
+
+class _PctExecution(_Execution):
+    """The oracle of one pct execution (PCTCP, see the module note)."""
+
+    def __init__(self, depth: int, seed: int, change_points: list[int],
+                 fault_points: dict[int, float]) -> None:
+        super().__init__([], None, depth, 1 << 30)
+        self.rng = random.Random(seed)
+        self.d = len(change_points) + 1
+        #: the i-th change point (from 1) lowers the chain about to be served to priority i
+        self.lower = {p: i + 1 for i, p in enumerate(sorted(change_points))}
+        self.fault_points = fault_points
+        self.priority: dict[str, float] = {}
+        self.fault_options = 0
+
+    def _top(self, options: list[Option]) -> int:
+        best, top = -1.0, 0
+        for i, o in enumerate(options):
+            if o.kind != "deliver":
+                continue
+            prio = self.priority.get(o.chain)
+            if prio is None:   # a chain seen for the first time: a random initial priority
+                prio = self.priority[o.chain] = self.d + self.rng.random()
+            if prio > best:
+                best, top = prio, i
+        return top
+
+    def pick(self, point: int, options: list[Option], state: Callable[[], bytes],
+             left: tuple[int, int]) -> int:
+        faults = [i for i, o in enumerate(options) if o.kind == "fault"]
+        self.fault_options = max(self.fault_options, len(faults))
+        if point in self.fault_points and faults:
+            i = faults[int(self.fault_points[point] * len(faults))]
+        else:
+            i = self._top(options)
+            if point in self.lower:
+                self.priority[options[i].chain] = self.lower[point]
+                i = self._top(options)
+        self.taken.append(i)
+        self.counts.append(len(options))
         if i:
             self.choices += 1
             self.labels[point] = options[i].label
@@ -441,13 +526,24 @@ class Explorer:
 
     def _pct(self, ex: dict[str, Any]) -> None:
         rng = random.Random(f"isrlab-explore-pct/{self.seed}")
-        d = max(1, ex["max_faults"] + ex["max_reorders"])
-        depth = ex["depth"]
+        depth, s = ex["depth"], self.summary
+        changes = min(ex["max_reorders"], depth)
+        faults = Window.of(ex).faults
+        # a fault without a duration needs a point for its revert as well
+        s.fault_points = min(depth, ex["max_faults"] * (
+            2 if any(duration <= 0 for *_, duration in faults) else 1)) if faults else 0
+        # PCTCP reorders wherever the priorities say: every run may deviate at every point
+        # (a witness keeps this bound, so that it replays)
+        ex["max_reorders"] = depth
         while not self._out_of_budget() and not (self.stop_when_found
                                                   and self._expected_found()):
-            points = sorted(rng.sample(range(depth), min(d, depth))) if depth else []
-            change = {p: rng.random() for p in points}
+            change = rng.sample(range(depth), changes) if depth else []
+            fault_at = sorted(rng.sample(range(depth), s.fault_points)) if depth else []
+            oracle = _PctExecution(depth, rng.getrandbits(64), change,
+                                   {p: rng.random() for p in fault_at})
             r = UnitResult()
-            _execute(self._unit((), d, spine=True), _Execution([], None, depth, d, change), r)
+            _execute(self._unit((), 1 << 30, spine=True), oracle, r)
+            s.chains = max(s.chains, len(oracle.priority))
+            s.fault_options = max(s.fault_options, oracle.fault_options)
             self._merge(r)
             self._report()
