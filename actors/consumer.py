@@ -320,7 +320,7 @@ class Consumer(Client):
         self.outstanding_to[p] = (f"broker-{leader}", "Fetch")
         self.send(self.replica_address(leader, self.cfg.topic, p), Fetch(
             self.cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
-            self.cfg.max_poll_records, corr))
+            self.cfg.max_poll_records, corr, self.cfg.fetch_max_wait_ms))
         self._timeout(self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms, corr, p)
 
     def connection_reset(self, peer: str) -> None:

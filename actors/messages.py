@@ -135,6 +135,9 @@ class Fetch:
     log_start_offset: int
     max_records: int
     correlation: int
+    #: a consumer's ``fetch.max.wait.ms`` (FetchRequest ``max_wait_ms``); -1: a follower's
+    #: fetch, which waits the leader broker's ``replica.fetch.wait.max.ms``
+    max_wait_ms: int = -1
 
 
 @message(11)

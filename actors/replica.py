@@ -876,8 +876,10 @@ class Replica(Machine):
     def _park(self, src: Address, req: Fetch) -> None:
         p = ParkedFetch(src, req, self._next_token())
         self.parked.append(p)
-        p.handle = self.timer(self.cfg.replica_fetch_wait_max_ms,
-                              Tick("fetch_wait", p.token, 0), cancellable=True)
+        # a consumer's request waits as long as it asked (fetch.max.wait.ms), a
+        # follower's as long as the leader's replica.fetch.wait.max.ms says
+        wait = req.max_wait_ms if req.max_wait_ms >= 0 else self.cfg.replica_fetch_wait_max_ms
+        p.handle = self.timer(wait, Tick("fetch_wait", p.token, 0), cancellable=True)
 
     def _complete_parked(self) -> None:
         if self.host is not None:

@@ -8,6 +8,9 @@ For every catalog scenario with an ``[explore]`` table:
   bounds: complete or not, executions, distinct states, executions/s, states/s per core,
   anything found;
 
+* **pct**: the bug's own era again, ``--strategy pct --stop-when-found`` (PCTCP, random):
+  how many executions until it is found, beside bfs's systematic count;
+
 and once, **reduction**: the S1 variant with reorderings (depth 6, one fault, two
 reorderings) searched with and without state caching — the executions each needed and the
 saving factor.
@@ -70,13 +73,13 @@ def main() -> int:
           f"{'s':>6} {'ex/s':>5}")
     for name in names:
         fixed = load(name)["catalog"]["fixed"]
-        plan = [("find", [], "bfs", True)]
+        plan = [("find", [], "bfs", True), ("pct", [], "pct", True)]
         plan += [("cover", [f], "dfs", False) for f in fixed]
         for mode, sets, strategy, stop in plan:
             row = search(name, sets, strategy, args.budget, stop=stop)
             row["mode"] = mode
             rows.append(row)
-            if mode == "find":
+            if mode in ("find", "pct"):
                 found = row["witnesses"]
                 result = (", ".join(f"{k} ({len(w['choices'])} choices)"
                                     for k, w in sorted(found.items())) or "NOT FOUND")

@@ -326,3 +326,22 @@ def test_a_follower_keeps_no_isr_of_its_own() -> None:
     leader's view of the ISR is kept."""
     f = follower()
     assert f.role == "follower" and f.isr == () and f.maximal_isr == ()
+
+
+def test_a_consumer_fetch_at_the_hw_waits_its_own_fetch_max_wait_ms() -> None:
+    """``DelayedFetch`` waits the request's ``max_wait_ms``: a consumer's
+    ``fetch.max.wait.ms``, not the leader broker's ``replica.fetch.wait.max.ms`` (which a
+    follower's fetch waits); then it is answered empty."""
+    from actors.core import Timer
+    r = leader()   # replica.fetch.wait.max.ms = 500 by default
+    consumer = ("consumer-g-0", "consumer")
+    r.handle(Fetch("orders", 0, -1, -1, 0, -1, 1, 0, 100, 2, 120), consumer)
+    (wait,) = [e for e in r.drain() if isinstance(e, Timer)]
+    assert wait.delay_us == 120_000
+    r.now_us = 120_000
+    r.handle(wait.msg, r.address)
+    (resp,) = [e.msg for e in r.drain() if isinstance(e, Send)]
+    assert resp.correlation == 2 and resp.records == ()
+    # a follower at the leader's LEO: parked for replica.fetch.wait.max.ms
+    waits = [e.delay_us for e in fetch(r, 2, 0) if isinstance(e, Timer)]
+    assert waits == [500_000]
