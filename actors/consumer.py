@@ -20,7 +20,12 @@ Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protoc
    OFFSET_OUT_OF_RANGE, from ``auto.offset.reset`` (earliest / latest / none) via
    ListOffsets. The ``assignment`` event names the protocol, so a checker knows which
    positions had to survive the rebalance.
-3. **Fetch**: from the partition's leader, which serves only what is below the HW; each
+3. **Fetch**: from the partitions' leaders, which serve only what is below the HW: one
+   fetch request per leader broker naming every partition read there
+   (``Fetcher.prepareFetchRequests``), and none to a broker that still has one pending
+   (``nodesWithPendingFetchRequests``) or is in its reconnect backoff; the leader parks it
+   until some partition has records below its HW or ``fetch.max.wait.ms`` passes. A
+   partition whose fetch failed waits its retry before it joins a request again. Each
    record is traced as ``consume`` with the HW it was served under.
 4. **Heartbeat** every ``heartbeat.interval.ms``; ``UNKNOWN_MEMBER_ID`` (the coordinator
    restarted, or expired us) means join again. Positions are committed every
@@ -49,6 +54,7 @@ from actors.coordinator import (
     partition_for,
 )
 from actors.core import Address
+from actors.fetcher import REPLICA_MANAGER
 from actors.group import protocol_of
 from actors.messages import (
     FENCED_LEADER_EPOCH,
@@ -70,8 +76,11 @@ from actors.messages import (
     OffsetCommitResponse,
     OffsetFetch,
     OffsetFetchResponse,
+    ReplicaFetch,
+    ReplicaFetchResponse,
     Tick,
 )
+from actors.wire import fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +135,11 @@ class Consumer(Client):
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
+        #: partitions waiting out a retry backoff: no fetch request takes them meanwhile
+        self._waiting: set[int] = set()
+        #: leader node -> the correlation of this member's fetch request pending there
+        self._fetch_inflight: dict[str, int] = {}
+        self._answering = False
         self.timeouts: dict[int, int] = {}      # correlation -> its timeout timer's handle
         #: partition -> (node, request) of what is in flight
         self.outstanding_to: dict[int, tuple[str, str]] = {}
@@ -206,6 +220,7 @@ class Consumer(Client):
         for p in given_up:
             self.position.pop(p, None)
             self.outstanding.pop(p, None)
+            self._waiting.discard(p)
         self.generation = a.generation
         self.assigned = new
         self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
@@ -245,6 +260,7 @@ class Consumer(Client):
         if protocol_of(self.cfg.assignor) == "eager":
             self.position.clear()
             self.outstanding.clear()
+            self._waiting.clear()
             self._rejoining = True
         self._sync_commits = set(self.commits) - before
         if self._sync_commits:
@@ -264,6 +280,7 @@ class Consumer(Client):
         lost = list(self.assigned)
         self.position.clear()
         self.outstanding.clear()
+        self._waiting.clear()
         self.assigned = ()
         self.generation = -1
         self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
@@ -305,23 +322,57 @@ class Consumer(Client):
         self.position[p] = -1 - old if old >= 0 else -1   # remembers the old for tracing
 
     def _fetch(self, p: int) -> None:
-        leader, epoch = self.leader_of(self.cfg.topic, p)
+        """``p`` may be fetched from its position: it joins the next request to its leader."""
+        leader, _ = self.leader_of(self.cfg.topic, p)
         if leader < 0:
             self._retry_later(p)
             self.refresh_metadata()
             return
+        self.outstanding.pop(p, None)
         wait_ms = self.connect_delay_ms(leader)
         if wait_ms > 0:   # Fetcher.prepareFetchRequests: "awaiting reconnect backoff"
-            self.outstanding.pop(p, None)
+            self._waiting.add(p)
             self.timer(wait_ms, Tick("retry", 0, p))
             return
-        corr = self.next_correlation()
-        self.outstanding[p] = corr
-        self.outstanding_to[p] = (f"broker-{leader}", "Fetch")
-        self.send(self.replica_address(leader, self.cfg.topic, p), Fetch(
-            self.cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
-            self.cfg.max_poll_records, corr, self.cfg.fetch_max_wait_ms))
-        self._timeout(self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms, corr, p)
+        if not self._answering:
+            self._send_fetches()
+
+    def _send_fetches(self) -> None:
+        """``Fetcher.sendFetches``: one request per leader broker without one pending,
+        naming every fetchable partition it leads, each from its position."""
+        cfg = self.cfg
+        by_leader: dict[int, list[tuple[int, int]]] = {}
+        for p in self.assigned:
+            pos = self.position.get(p, -1)
+            if pos < 0 or p in self.outstanding or p in self._waiting or self._rejoining:
+                continue
+            leader, epoch = self.leader_of(cfg.topic, p)
+            if (leader < 0 or f"broker-{leader}" in self._fetch_inflight
+                    or self.connect_delay_ms(leader) > 0):
+                continue
+            by_leader.setdefault(leader, []).append((p, epoch))
+        for leader in sorted(by_leader):
+            node = f"broker-{leader}"
+            corr = self.next_correlation()
+            parts = []
+            for p, epoch in sorted(by_leader[leader]):
+                self.outstanding[p] = corr
+                self.outstanding_to[p] = (node, "Fetch")
+                parts.append(fields(Fetch(cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
+                                          cfg.max_poll_records, corr, cfg.fetch_max_wait_ms)))
+            self._fetch_inflight[node] = corr
+            self.send((node, REPLICA_MANAGER), ReplicaFetch(
+                -1, -1, self.consumer_name, cfg.fetch_max_wait_ms, 1, tuple(parts), corr))
+            self.timeouts[corr] = self.timer(cfg.fetch_max_wait_ms + cfg.request_timeout_ms,
+                                             Tick("fetch_timeout", corr, 0), cancellable=True)
+
+    def _fetch_done(self, corr: int) -> None:
+        """The fetch request ``corr`` is over (answered, timed out, or its connection
+        reset): its broker may be sent the next one."""
+        for node, c in sorted(self._fetch_inflight.items()):
+            if c == corr:
+                del self._fetch_inflight[node]
+        self.cancel_timer(self.timeouts.pop(corr, 0))
 
     def connection_reset(self, peer: str) -> None:
         """The requests in flight to ``peer`` (fetches, offset lookups) fail now and are
@@ -335,6 +386,9 @@ class Consumer(Client):
             if self._join_corr >= 0:   # a join in flight: again after the backoff
                 self.timer(self.cfg.retry_backoff_ms * 5,
                            Tick("join_timeout", self._join_corr, 0))
+        pending = self._fetch_inflight.get(peer)
+        if pending is not None:
+            self._fetch_done(pending)
         for p in sorted(p for p in self.outstanding
                         if self.outstanding_to.get(p, ("", ""))[0] == peer):
             self.emit("request_failed", topic=self.cfg.topic, partition=p, peer=peer,
@@ -347,6 +401,7 @@ class Consumer(Client):
 
     def _retry_later(self, p: int) -> None:
         self.outstanding.pop(p, None)
+        self._waiting.add(p)
         self.timer(self.cfg.retry_backoff_ms * 10, Tick("retry", 0, p))
 
     def _resume(self, p: int) -> None:
@@ -366,33 +421,45 @@ class Consumer(Client):
         del self.outstanding[p]
         return True
 
+    def _on_fetch_response(self, msg: FetchResponse) -> None:
+        """One partition's answer (alone, or a part of a fetch request's answer)."""
+        p = msg.partition
+        if not self._mine(p, msg.correlation):
+            return
+        cfg = self.cfg
+        if msg.error == NONE:
+            pos = self.position[p]
+            for rec in msg.records:
+                if rec[0] < pos:
+                    continue
+                self.emit("consume", group=cfg.group, consumer=self.consumer_name,
+                          topic=cfg.topic, partition=p, offset=rec[0], value=rec[1],
+                          hw=msg.high_watermark, leader_epoch=msg.leader_epoch)
+                pos = rec[0] + 1
+            self.position[p] = pos
+            self._fetch(p)
+        elif msg.error == OFFSET_OUT_OF_RANGE:
+            self._reset(p, self.position[p])
+        else:
+            if msg.error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                self.refresh_metadata()
+            self._retry_later(p)
+
     # -- messages ----------------------------------------------------------------------------
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
         if self.handle_metadata(msg, src):
             return
         t = type(msg)
         cfg = self.cfg
-        if t is FetchResponse:
-            p = msg.partition
-            if not self._mine(p, msg.correlation):
-                return
-            if msg.error == NONE:
-                pos = self.position[p]
-                for rec in msg.records:
-                    if rec[0] < pos:
-                        continue
-                    self.emit("consume", group=cfg.group, consumer=self.consumer_name,
-                              topic=cfg.topic, partition=p, offset=rec[0], value=rec[1],
-                              hw=msg.high_watermark, leader_epoch=msg.leader_epoch)
-                    pos = rec[0] + 1
-                self.position[p] = pos
-                self._fetch(p)
-            elif msg.error == OFFSET_OUT_OF_RANGE:
-                self._reset(p, self.position[p])
-            else:
-                if msg.error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
-                    self.refresh_metadata()
-                self._retry_later(p)
+        if t is ReplicaFetchResponse:
+            self._fetch_done(msg.correlation)
+            self._answering = True   # every part first, then the next requests
+            for part in msg.parts:
+                self._on_fetch_response(FetchResponse(*part))
+            self._answering = False
+            self._send_fetches()
+        elif t is FetchResponse:
+            self._on_fetch_response(msg)
         elif t is OffsetFetchResponse:
             p = msg.partition
             sent = self.fetch_sent_us.pop(msg.correlation, -1)
@@ -453,8 +520,19 @@ class Consumer(Client):
                 self.refresh_metadata()
                 self._resume(p)
         elif k == "retry":
+            self._waiting.discard(msg.arg)
             if msg.arg not in self.outstanding:
                 self._resume(msg.arg)
+        elif k == "fetch_timeout":
+            if msg.token in self.timeouts:   # else answered, or its connection reset
+                self.timeouts.pop(msg.token)
+                self._fetch_done(msg.token)
+                timed_out = sorted(p for p, c in self.outstanding.items() if c == msg.token)
+                for p in timed_out:
+                    del self.outstanding[p]
+                self.refresh_metadata()
+                for p in timed_out:
+                    self._resume(p)
         elif k == "commit":
             self._commit(self.assigned)
             self.timer(cfg.auto_commit_interval_ms, Tick("commit", 0, 0))

@@ -177,11 +177,13 @@ class OffsetsForLeaderEpochResponse:
 
 @message(14)
 class ReplicaFetch:
-    """One FetchRequest of a replica fetcher thread (Kafka's FetchRequest with a replica id):
-    every partition the thread fetches from this leader. ``parts`` holds each partition's
-    :class:`Fetch` as a tuple of its fields (rebuilt with ``Fetch(*part)``). The leader
-    answers at once when any partition has data or an error, else parks the whole request
-    until ``min_bytes`` are available across its partitions or ``max_wait_ms`` passes."""
+    """One FetchRequest of a replica fetcher thread (Kafka's FetchRequest with a replica id)
+    — every partition the thread fetches from this leader — or, with ``replica`` -1, of a
+    consumer: every partition it reads from this leader (``fetcher`` names the member).
+    ``parts`` holds each partition's :class:`Fetch` as a tuple of its fields (rebuilt with
+    ``Fetch(*part)``). The leader answers at once when any partition has data or an error,
+    else parks the whole request until ``min_bytes`` are available across its partitions or
+    ``max_wait_ms`` passes."""
 
     replica: int
     broker_epoch: int

@@ -773,11 +773,7 @@ class Replica(Machine):
 
     def _on_fetch(self, req: Fetch, src: Address) -> None:
         if req.replica < 0:
-            err = self._check_epoch(req.current_leader_epoch)
-            if err != NONE:
-                self._respond_fetch_error(src, req, err)
-            else:
-                self._on_consumer_fetch(req, src)
+            self._on_consumer_fetch(req, src)
             return
         answer, ready = self.follower_fetch(req)
         if not ready and self.cfg.replica_fetch_wait_max_ms > 0:
@@ -851,19 +847,33 @@ class Replica(Machine):
         self.send(src, self.follower_answer(req))
 
     def _on_consumer_fetch(self, req: Fetch, src: Address) -> None:
-        if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
-            self._respond_fetch_error(src, req, OFFSET_OUT_OF_RANGE)
-            return
-        if req.fetch_offset >= self.hw:
+        answer, ready = self.consumer_fetch(req)
+        if ready:
+            self.send(src, answer)
+        else:
             self._park(src, req)
-            return
-        self._answer_consumer_fetch(src, req)
+
+    def consumer_fetch(self, req: Fetch) -> tuple[FetchResponse, bool]:
+        """The leader's side of one partition of a consumer's fetch (replica id -1:
+        ``Partition.fetchRecords`` bounded by the HW, ``FetchHighWatermark`` isolation): the
+        answer, and whether it is ready — False when nothing below the HW is left to read,
+        so that the request may be parked (``DelayedFetch``). No fetch state changes."""
+        err = self._check_epoch(req.current_leader_epoch)
+        if err != NONE:
+            return self._fetch_error(req, err), True
+        if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
+            return self._fetch_error(req, OFFSET_OUT_OF_RANGE), True
+        return self.consumer_answer(req), req.fetch_offset < self.hw
+
+    def consumer_answer(self, req: Fetch) -> FetchResponse:
+        """What a consumer reads now: from its offset up to the HW."""
+        recs = self.log.read(req.fetch_offset, self.hw, req.max_records)
+        return FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
+                             self.log.log_start_offset, recs, -1, -1, self.leader_epoch,
+                             req.correlation)
 
     def _answer_consumer_fetch(self, src: Address, req: Fetch) -> None:
-        recs = self.log.read(req.fetch_offset, self.hw, req.max_records)
-        self.send(src, FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
-                                     self.log.log_start_offset, recs, -1, -1,
-                                     self.leader_epoch, req.correlation))
+        self.send(src, self.consumer_answer(req))
 
     def _fetch_error(self, req: Fetch, error: str) -> FetchResponse:
         return FetchResponse(self.topic, self.partition, error, self.hw, self.leo,

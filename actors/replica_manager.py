@@ -25,7 +25,10 @@ address, timers and trace identity; the manager adds what spans partitions:
   a :class:`~actors.messages.StopReplica` (the broker left the replica list) stops the
   replica and deletes its log from the disk.
 
-Consumers still fetch per partition from the partition's own address.
+A consumer's fetch is the same request with replica id -1 (Kafka has one FetchRequest):
+one per (consumer, leader broker) naming every partition the consumer reads there, each
+read up to the HW with no fetch state touched, parked until a partition has records below
+the HW or the consumer's ``fetch.max.wait.ms`` passes; replication throttles do not apply.
 """
 
 from __future__ import annotations
@@ -191,8 +194,11 @@ class ReplicaManager(Machine):
                 answers.append(_not_here(f))
                 ready = True
                 continue
-            answer, _has_data = self.touch(r).follower_fetch(f)
-            answer = self._throttle(r, f, answer)
+            if f.replica < 0:
+                answer, _has_data = self.touch(r).consumer_fetch(f)
+            else:
+                answer, _has_data = self.touch(r).follower_fetch(f)
+                answer = self._throttle(r, f, answer)
             if answer.error != NONE or answer.diverging_epoch >= 0:
                 ready = True
             if size < req.min_bytes:
@@ -230,9 +236,10 @@ class ReplicaManager(Machine):
             if r is None or r.role != "leader" or (
                     f.current_leader_epoch >= 0 and f.current_leader_epoch != r.leader_epoch):
                 return True
-            if f.fetch_offset < r.leo:
+            end = r.hw if f.replica < 0 else r.leo   # a consumer reads up to the HW
+            if f.fetch_offset < end:
                 size += records_bytes(r.log.read(
-                    f.fetch_offset, r.leo, d.req.min_bytes // RECORD_OVERHEAD_BYTES + 1))
+                    f.fetch_offset, end, d.req.min_bytes // RECORD_OVERHEAD_BYTES + 1))
                 if size >= max(1, d.req.min_bytes):
                     return True
         return False
@@ -243,8 +250,12 @@ class ReplicaManager(Machine):
         answers = []
         for f in d.parts:
             r = self.replicas.get((f.topic, f.partition))
-            answers.append(self._throttle(r, f, self.touch(r).follower_answer(f))
-                           if r is not None else _not_here(f))
+            if r is None:
+                answers.append(_not_here(f))
+            elif f.replica < 0:
+                answers.append(self.touch(r).consumer_fetch(f)[0])
+            else:
+                answers.append(self._throttle(r, f, self.touch(r).follower_answer(f)))
         self._record_throttled(answers)
         self.send(d.src, ReplicaFetchResponse(NONE, tuple(fields(a) for a in answers),
                                               d.req.correlation))

@@ -528,3 +528,65 @@ def test_a_fast_producer_sends_the_records_due_at_each_millisecond_step() -> Non
     # the batch opened at 0 ms closes at the 2 ms tick holding the 3 records sent before it;
     # the one opened at 2 ms closes at 4 ms with the 5 sent at 2 and 3 ms
     assert produced == [3, 5]
+
+
+ONE_MEMBER = """
+name = "one-member"
+description = "one consumer reads four partitions led by three brokers"
+duration_s = 4.0
+heal_s = 10.0
+
+[[topics]]
+name = "orders"
+partitions = 4
+"replication.factor" = 3
+
+[[producers]]
+topic = "orders"
+rate = 200
+
+[[consumers]]
+group = "g0"
+topic = "orders"
+"auto.offset.reset" = "earliest"
+"fetch.max.wait.ms" = 200
+"""
+
+
+def test_a_consumer_sends_one_fetch_per_leader_broker_and_none_while_one_is_pending(
+        tmp_path: Path) -> None:
+    """``Fetcher.prepareFetchRequests``/``sendFetches``: one FetchRequest (replica id -1)
+    per leader broker naming every partition the member reads there, each from its
+    position, and no second request to a broker while one is pending there
+    (``nodesWithPendingFetchRequests``); the leader answers with each partition's records
+    below its HW, and every record is consumed."""
+    f = tmp_path / "one.toml"
+    f.write_text(ONE_MEMBER)
+    buf = io.BytesIO()
+    res = run(load(str(f)), 1, None, writer=TraceWriter(None, buffer=buf), trace_messages=True)
+    assert res.status == "ok", res.error
+    evs = [orjson.loads(x) for x in buf.getvalue().splitlines()]
+    mine = "consumer-g0-0/consumer"
+    sent = {e["msg_id"]: e for e in evs if e["event"] == "msg_send" and e["src"] == mine
+            and e["msg"] == "ReplicaFetch"}
+    assert sent and all(e["dst"].endswith("/replica-manager") and e["replica"] == -1
+                        for e in sent.values())
+    widths = {len(e["parts"]) for e in sent.values()}
+    assert max(widths) >= 2   # four partitions over three leaders: one leads two
+    # per broker, a request goes only once the previous one's answer is in
+    answered: dict[str, int] = {}
+    pending: dict[str, int] = {}
+    for e in evs:
+        if e["event"] == "msg_send" and e.get("msg_id") in sent:
+            broker = e["dst"].split("/")[0]
+            assert broker not in pending, f"two fetches pending at {broker} at {e['ts_us']}"
+            pending[broker] = e["correlation"]
+        elif (e["event"] == "msg_recv" and e["node"] == "consumer-g0-0"
+              and e["msg"] == "ReplicaFetchResponse"):
+            broker = e["src"].split("/")[0]
+            pending.pop(broker, None)
+            answered[broker] = answered.get(broker, 0) + 1
+    assert len(answered) == 3
+    sent_values = {e["value"] for e in evs if e["event"] == "produce_ack"}
+    consumed = {e["value"] for e in evs if e["event"] == "consume"}
+    assert sent_values and sent_values <= consumed
