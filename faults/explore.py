@@ -48,13 +48,16 @@ points themselves live in the runtime (emulator.choice); this module only decide
   candidate of the highest-priority chain (reordering at will within ``horizon_ms``:
   ``max_reorders`` is not a cap here but the bug depth aimed at, ``d - 1``), and at
   ``max_reorders`` change points drawn uniformly among the ``depth`` points lowers the
-  chain about to be served below every other (the i-th change point to priority i).
-  Faults are not in PCTCP's theory: ``max_faults`` fault points (twice that when a
-  candidate fault has no duration, for its revert) are drawn uniformly too, each taking a
-  uniformly random fault option. The guarantee it prints is PCTCP's bound times the
-  chance of the fault draw: an execution hits a given bug of depth ``d`` whose faults sit
-  at given points with probability at least ``1/(c * k**(d-1)) * 1/(C(k, n) * F**n)``
-  (``c`` chains, ``k`` = depth points, ``n`` fault points of at most ``F`` options), so
+  chain about to be served below every other (the i-th change point to priority i). With
+  ``max_reorders`` 0 nothing is reordered (every delivery keeps its order, so the points
+  are where faults may start, as in bfs and dfs) and only the faults are drawn.
+  Faults are not in PCTCP's theory: each execution draws a number ``m`` of fault points
+  from 1 to ``n`` (``max_faults``, twice that when a candidate fault has no duration, for
+  its revert), places them uniformly, and takes a uniformly random fault option at each.
+  The guarantee it prints is PCTCP's bound times the chance of the fault draw: an
+  execution hits a given bug of depth ``d`` whose ``m`` fault picks sit at given points
+  with probability at least ``1/(c * k**(d-1)) * 1/(n * C(k, m) * F**m)`` (``c`` chains,
+  ``k`` = depth points, at most ``F`` fault options; the least likely ``m`` is printed), so
   ``E`` executions miss it with probability at most ``(1 - p)**E``. It covers nothing
   completely and says so, but reaches deep bounds cheaply.
 
@@ -126,9 +129,11 @@ class Summary:
         ``max_reorders + 1`` with its faults at given points, and the most that every
         execution so far missed it (see the module note)."""
         c, k, n = max(1, self.chains), max(1, self.depth), self.fault_points
-        p = 1.0 / (c * k ** self.max_reorders)
-        if n:
-            p /= math.comb(k, min(n, k)) * max(1, self.fault_options) ** n
+        # without reorderings (R = 0, no chains ranked) every order is the ordinary one
+        p = 1.0 / (c * k ** self.max_reorders) if self.chains else 1.0
+        if n:   # m fault points (m drawn from 1..n), the least likely m
+            f = max(1, self.fault_options)
+            p /= n * max(math.comb(k, m) * f ** m for m in range(1, min(n, k) + 1))
         return p, (1.0 - p) ** self.executions
 
     def statement(self) -> str:
@@ -141,7 +146,7 @@ class Summary:
             p, miss = self.pct_bound()
             return (f"no anomaly found in {self.executions} random executions (PCTCP: a bug "
                     f"of depth {self.max_reorders + 1} within depth {self.depth} "
-                    f"({self.chains} chains), with its {self.fault_points} fault points of "
+                    f"({self.chains} chains ranked), with its {self.fault_points} fault points of "
                     f"at most {self.fault_options} options placed, is hit by each with "
                     f"probability >= {p:.3g}; missed by all with probability <= "
                     f"{miss:.3g}); nothing is covered completely")
@@ -533,17 +538,24 @@ class Explorer:
         s.fault_points = min(depth, ex["max_faults"] * (
             2 if any(duration <= 0 for *_, duration in faults) else 1)) if faults else 0
         # PCTCP reorders wherever the priorities say: every run may deviate at every point
-        # (a witness keeps this bound, so that it replays)
-        ex["max_reorders"] = depth
+        # (a witness keeps this bound, so that it replays). Without reorderings in the
+        # bounds (R = 0) deliveries keep their order and only the faults are drawn: the
+        # points are then where faults may start, as in bfs and dfs
+        if changes:
+            ex["max_reorders"] = depth
         while not self._out_of_budget() and not (self.stop_when_found
                                                   and self._expected_found()):
             change = rng.sample(range(depth), changes) if depth else []
-            fault_at = sorted(rng.sample(range(depth), s.fault_points)) if depth else []
+            # how many fault points this execution has is drawn too (1 to n): a bug that
+            # needs fewer faults than the bound allows is not undone by the extra ones
+            m = rng.randint(1, s.fault_points) if s.fault_points else 0
+            fault_at = sorted(rng.sample(range(depth), m)) if depth else []
             oracle = _PctExecution(depth, rng.getrandbits(64), change,
                                    {p: rng.random() for p in fault_at})
             r = UnitResult()
             _execute(self._unit((), 1 << 30, spine=True), oracle, r)
-            s.chains = max(s.chains, len(oracle.priority))
+            if changes:
+                s.chains = max(s.chains, len(oracle.priority))
             s.fault_options = max(s.fault_options, oracle.fault_options)
             self._merge(r)
             self._report()
