@@ -172,11 +172,11 @@ def test_messages_are_refused_when_the_rerun_is_another_run(
     from emulator.scenario import load
     trace = tmp_path / "t.jsonl"
     run(load("default", FAULTY), 3, str(trace))
-    # a model change since the trace was recorded: followers wait 100 ms per fetch, not 500
+    # a model change since the trace was recorded: a follower 20 ms behind leaves the ISR
     original = emulator.cluster.Cluster._replica_cfg
 
     def changed(self: emulator.cluster.Cluster, topic: dict[str, Any]) -> Any:
-        return dataclasses.replace(original(self, topic), replica_fetch_wait_max_ms=100)
+        return dataclasses.replace(original(self, topic), replica_lag_time_max_ms=20)
 
     monkeypatch.setattr(emulator.cluster.Cluster, "_replica_cfg", changed)
     assert main([str(trace), "--messages"]) == 2
