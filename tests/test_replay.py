@@ -224,12 +224,12 @@ def test_a_changed_model_is_reported_at_its_first_divergent_event_with_context(
 ) -> None:
     trace = record(tmp_path / "t.jsonl.gz", 3, FAULTS_ON)
     recorded_lines = lines_of(trace)
-    # the deliberate model change: followers wait 100 ms per fetch instead of the 500 ms
-    # the scenario (and the trace header) says
+    # the deliberate model change: a follower 20 ms behind leaves the ISR, against the
+    # replica.lag.time.max.ms the scenario (and the trace header) says
     original = emulator.cluster.Cluster._replica_cfg
 
     def patched(self: emulator.cluster.Cluster, topic: dict[str, Any]) -> Any:
-        return dataclasses.replace(original(self, topic), replica_fetch_wait_max_ms=100)
+        return dataclasses.replace(original(self, topic), replica_lag_time_max_ms=20)
 
     monkeypatch.setattr(emulator.cluster.Cluster, "_replica_cfg", patched)
     changed = _run_bytes(load("default", FAULTS_ON), 3)
