@@ -149,7 +149,7 @@ class Summary:
                     f"({self.chains} chains ranked), with its {self.fault_points} fault points of "
                     f"at most {self.fault_options} options placed, is hit by each with "
                     f"probability >= {p:.3g}; missed by all with probability <= "
-                    f"{miss:.3g}); nothing is covered completely")
+                    f"{miss:.6g}); nothing is covered completely")
         return (f"no anomaly found in {self.executions} executions ({self.states} distinct "
                 f"states); the bounds were not covered completely")
 
