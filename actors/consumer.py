@@ -329,17 +329,14 @@ class Consumer(Client):
             self.refresh_metadata()
             return
         self.outstanding.pop(p, None)
-        wait_ms = self.connect_delay_ms(leader)
-        if wait_ms > 0:   # Fetcher.prepareFetchRequests: "awaiting reconnect backoff"
-            self._waiting.add(p)
-            self.timer(wait_ms, Tick("retry", 0, p))
-            return
         if not self._answering:
             self._send_fetches()
 
     def _send_fetches(self) -> None:
         """``Fetcher.sendFetches``: one request per leader broker without one pending,
-        naming every fetchable partition it leads, each from its position."""
+        naming every fetchable partition it leads, each from its position; a partition
+        whose leader is unknown or in its reconnect backoff ("awaiting reconnect backoff")
+        waits for a retry of its own."""
         cfg = self.cfg
         by_leader: dict[int, list[tuple[int, int]]] = {}
         for p in self.assigned:
@@ -347,8 +344,16 @@ class Consumer(Client):
             if pos < 0 or p in self.outstanding or p in self._waiting or self._rejoining:
                 continue
             leader, epoch = self.leader_of(cfg.topic, p)
-            if (leader < 0 or f"broker-{leader}" in self._fetch_inflight
-                    or self.connect_delay_ms(leader) > 0):
+            if leader < 0:   # the metadata lost its leader since: ask, and try again later
+                self._retry_later(p)
+                self.refresh_metadata()
+                continue
+            if f"broker-{leader}" in self._fetch_inflight:
+                continue   # goes with the next request, once the pending one is answered
+            wait_ms = self.connect_delay_ms(leader)
+            if wait_ms > 0:
+                self._waiting.add(p)
+                self.timer(wait_ms, Tick("retry", 0, p))
                 continue
             by_leader.setdefault(leader, []).append((p, epoch))
         for leader in sorted(by_leader):

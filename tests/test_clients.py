@@ -590,3 +590,59 @@ def test_a_consumer_sends_one_fetch_per_leader_broker_and_none_while_one_is_pend
     sent_values = {e["value"] for e in evs if e["event"] == "produce_ack"}
     consumed = {e["value"] for e in evs if e["event"] == "consume"}
     assert sent_values and sent_values <= consumed
+
+
+def test_a_partition_whose_leader_is_lost_between_two_fetches_is_retried_not_stranded(
+        ) -> None:
+    """Partition 0's offset comes first and its fetch goes to broker-1 at once; partition 1
+    (also led by broker-1) waits for that request — one pending per broker. The metadata
+    then loses partition 1's leader. When the request is answered, the next one names only
+    partition 0, and partition 1 gets a retry of its own and a metadata request — it is
+    never left fetchable with nothing to wake it."""
+    from actors.consumer import Consumer, ConsumerConfig
+    from actors.core import Send, Timer
+    from actors.messages import (
+        FetchResponse,
+        GroupAssignment,
+        MetadataRequest,
+        MetadataResponse,
+        OffsetFetch,
+        OffsetFetchResponse,
+        ReplicaFetch,
+        ReplicaFetchResponse,
+        Tick,
+    )
+    from actors.wire import fields
+    c = Consumer("consumer-g0-0", ConsumerConfig("g0", "orders", 2, 0, 1), brokers=(1, 2, 3))
+    c.start()
+    first = [e.msg for e in c.drain() if isinstance(e, Send)
+             and isinstance(e.msg, MetadataRequest)][0]
+    c.handle(MetadataResponse((("orders", 0, 1, 0), ("orders", 1, 1, 0),
+                               (OFFSETS_TOPIC, G0, 3, 0)), first.correlation),
+             ("broker-1", "broker"))
+    c.handle(GroupAssignment("g0", "g0-0", 1, (0, 1), "NONE", 0), ("broker-3", "broker"))
+    asks = [e.msg for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, OffsetFetch)]
+    for ask in asks:
+        c.handle(OffsetFetchResponse("g0", "orders", ask.partition, 5, "NONE",
+                                     ask.correlation), ("broker-3", "broker"))
+    reqs = [e.msg for e in c.drain() if isinstance(e, Send) and isinstance(e.msg, ReplicaFetch)]
+    assert [[p[1] for p in r.parts] for r in reqs] == [[0]]
+    # partition 1 goes offline in the metadata while that request is parked at broker-1
+    c.now_us = 200_000
+    c.refresh_metadata()
+    again = [e.msg for e in c.drain() if isinstance(e, Send)
+             and isinstance(e.msg, MetadataRequest)]
+    c.handle(MetadataResponse((("orders", 0, 1, 0), ("orders", 1, -1, 1)),
+                              again[0].correlation), ("broker-2", "broker"))
+    c.drain()
+    req = reqs[0]
+    c.now_us = 300_000
+    c.handle(ReplicaFetchResponse("NONE", (fields(FetchResponse(
+        "orders", 0, "NONE", 5, 5, 0, (), -1, -1, 0, req.correlation)),), req.correlation),
+        ("broker-1", "replica-manager"))
+    out = c.drain()
+    nxt = [e.msg for e in out if isinstance(e, Send) and isinstance(e.msg, ReplicaFetch)]
+    assert [[p[1] for p in r.parts] for r in nxt] == [[0]]
+    retries = [e.msg for e in out if isinstance(e, Timer) and isinstance(e.msg, Tick)
+               and e.msg.kind == "retry"]
+    assert [t.arg for t in retries] == [1]
