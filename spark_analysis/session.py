@@ -52,6 +52,19 @@ QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
                      f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m")
 
 
+#: The local driver's JVM (G1, JDK 17): Tungsten's 64 MiB pages are humongous objects, and
+#: an allocation that finds the GC locker held (a JNI critical section: the compression
+#: codecs of the in-memory cache) gives up after 2 tries and fails as an out-of-memory —
+#: which Spark reports as AGGREGATE_OUT_OF_MEMORY though the heap has room (JDK-8192647,
+#: fixed in JDK 20). Seen on the third analysis pass over 10M events in one session
+#: (bench/spark.py, 2026-11-27: "Retried waiting for GCLocker too often allocating
+#: 8388608 words"); retrying longer lets the locker be released first. JDK 22 replaced the
+#: locker in G1 (JEP 423) and later JDKs drop the flag: a JVM that does not know it ignores
+#: it rather than refusing to start.
+LOCAL_JVM_OPTIONS = ("-XX:+IgnoreUnrecognizedVMOptions -XX:+UnlockDiagnosticVMOptions "
+                     "-XX:GCLockerRetryAllocationCount=100")
+
+
 def local_profile(cores: int | None = None) -> dict[str, str]:
     """Settings for a small local machine (STACK_NOTES §3.6)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
@@ -62,6 +75,7 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": f"{driver_memory_gib()}g",
+        "spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS,
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",

@@ -125,3 +125,15 @@ def test_a_killed_jvm_is_one_error_naming_its_reason_and_later_spark_tests_are_s
     assert "the Spark JVM is gone: killed by signal 9 (SIGKILL) (JVM log: " in errors, out
     assert out.count("the Spark session died during test_watch.py::test_2_kills_the_jvm") == 2
     assert "Py4J" not in out and "Traceback" not in out, out
+
+
+def test_the_local_driver_retries_allocations_the_gc_locker_blocks() -> None:
+    """``isrlab analyze``'s local driver (``local_profile``) passes the JVM the options that
+    keep a GC-locker-blocked humongous allocation from failing as AGGREGATE_OUT_OF_MEMORY;
+    the installed JVM starts with them and takes the retry count."""
+    from spark_analysis.session import LOCAL_JVM_OPTIONS, local_profile
+    assert local_profile(2)["spark.driver.extraJavaOptions"] == LOCAL_JVM_OPTIONS
+    out = subprocess.run(["java", *LOCAL_JVM_OPTIONS.split(), "-XX:+PrintFlagsFinal",
+                          "-version"], capture_output=True, text=True, timeout=60, check=True)
+    (line,) = [ln for ln in out.stdout.splitlines() if "GCLockerRetryAllocationCount" in ln]
+    assert line.split()[3] == "100", line
