@@ -17,7 +17,10 @@ one can (``DefaultMetadataUpdater.maybeUpdate``); the producer's batches for a b
 leader stay in the accumulator (``Sender.sendProducerData`` drops nodes that are not
 ``ready``) and the consumer does not fetch from it. So a client whose brokers are all down
 tries again about once a second, not once per round trip. The jitter comes from the client's
-own random stream, so a run stays a function of its seed.
+own random stream, so a run stays a function of its seed. Era: the exponential growth and
+``reconnect.backoff.max.ms`` are KIP-144 (0.11.0; 0.10 clients waited a constant 50 ms),
+the constant metadata backoff is every release before KIP-580 (3.7); isrlab's clients
+behave as 2.x-3.6 clients in every protocol era (docs/fidelity.md).
 """
 
 from __future__ import annotations

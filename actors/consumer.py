@@ -427,7 +427,7 @@ class Consumer(Client):
         return True
 
     def _on_fetch_response(self, msg: FetchResponse) -> None:
-        """One partition's answer (alone, or a part of a fetch request's answer)."""
+        """One partition's part of a fetch request's answer."""
         p = msg.partition
         if not self._mine(p, msg.correlation):
             return
@@ -463,8 +463,6 @@ class Consumer(Client):
                 self._on_fetch_response(FetchResponse(*part))
             self._answering = False
             self._send_fetches()
-        elif t is FetchResponse:
-            self._on_fetch_response(msg)
         elif t is OffsetFetchResponse:
             p = msg.partition
             sent = self.fetch_sent_us.pop(msg.correlation, -1)

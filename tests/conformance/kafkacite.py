@@ -49,6 +49,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "PartitionReassignmentRevertTest.java",
     "GroupCoordinatorTest":
         "core/src/test/scala/unit/kafka/coordinator/group/GroupCoordinatorTest.scala",
+    "ClusterConnectionStatesTest":
+        "clients/src/test/java/org/apache/kafka/clients/ClusterConnectionStatesTest.java",
     "EpochDrivenReplicationProtocolAcceptanceTest":
         "core/src/test/scala/unit/kafka/server/epoch/"
         "EpochDrivenReplicationProtocolAcceptanceTest.scala",
