@@ -3,42 +3,52 @@
 The fast path of ``load`` for *local* files (URIs keep the JVM path). One task per group of
 files runs ``scan_files`` (``DataFrame.mapInArrow``); for each file it
 
-* reads the bytes (gzip or plain) and splits them into lines,
-* checks every line's crc (CRC-32 of the line without its ``,"crc":N`` member, as
-  ``traces.integrity`` and ``load._crc_ok`` do) and that its ``seq`` is its line's (no line
-  deleted, duplicated or moved) and none follows ``run_end``, and takes each line's ``event`` and
-  ``ts_us`` from the writer's fixed prefix ``{"seq":N,"ts_us":M,"event":"E"``,
+* reads the bytes (gzip or plain), a block at a time, and makes the block's whole lines an
+  Arrow array over those bytes (no copy),
+* matches every line's fixed prefix ``{"seq":N,"ts_us":M,"event":"E"`` with one RE2 call
+  (``pc.extract_regex``), checks that each ``seq`` is its line's place (no line deleted,
+  duplicated or moved) and picks the hot and side lines by ``event`` (``pc.is_in``),
 * parses the ``HOT_EVENTS`` lines with pyarrow's JSON reader (C++, typed by the writer's
   own types: a line of other types fails the file, which then goes to the careful path),
-* keeps the ``SIDE_EVENTS`` lines as text, with their line number.
+* keeps the ``SIDE_EVENTS`` lines as text, with their line number,
+* hashes the bytes before the last line as they stream (SHA-256) and, at the end, requires
+  the last line to be a sealed ``run_end`` whose ``sha256`` is that digest and whose
+  ``events`` is the number of lines before it (the writer's whole-file seal,
+  ``traces.integrity``). Then every byte is the writer's, and so is every line's crc: no
+  line's crc is computed here, and nothing is done line by line in Python.
 
 It yields Arrow batches of ``SCAN_SCHEMA`` as it reads, a block of lines at a time (a
 file's rows never all sit in memory): the hot rows (``_kind`` 0), the side lines (1), and
-last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok).
-Rows are sent while the file still looks *clean* (``is_clean``: every crc matches, line 1
-is a schema-1 ``run_start``, ``run_end`` present; and pyarrow read every hot line); ``load``
-sends a file whose summary is not clean to the careful path, which finds and places each
-problem, and drops the rows the scan sent for it before it knew. A cut or damaged gzip
-stream, or an unreadable file, is not clean either.
+last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok,
+error; ``bad`` is 0 here: the careful path counts the lines whose crc fails).
+Rows are sent while the file still looks *clean* (line 1 a schema-1 ``run_start``, every
+prefix and seq as the writer's, pyarrow read every hot line); the summary says whether it
+was (``ok``: also the digest and ``run_end``). ``load`` sends a file whose summary is not
+clean to the careful path, which finds and places each problem (each line's crc there), and
+drops the rows the scan sent for it before it knew. A cut or damaged gzip stream, or an
+unreadable file, is not clean either.
 
 Why: one pass over the bytes instead of three (the JVM path reads each file for the crc
 audit, again for the side lines, again for the JSON source), and pyarrow's reader parses the
-hot lines several times faster than Jackson; the per-line crc loop is the remaining Python
-cost (``bench/spark.py`` has the figures).
+hot lines several times faster than Jackson. A per-line loop in Python (crc, prefix, event)
+had cost more than the parse: 4.1 s of CPU per 560k-line file against 2.5 s now, of which
+the JSON reader is about 1.2 s and gunzip 0.4 s (``bench/spark.py`` has the figures).
 """
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Iterator
 from typing import Any, Final
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from traces.integrity import CRC_MARK
+from traces.integrity import unseal
 from traces.schema import SCHEMA_VERSION
 
 #: The bulk event types: the only ones whose fields ``load.Loaded.events`` keeps.
@@ -48,8 +58,6 @@ SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partit
                       "isr_change", "convergence", "assignment", "node_crash",
                       "final_log", "offset_commit", "offset_commit_ack", "offset_fetch",
                       "replicas_change", "replica_deleted")
-_HOT: Final = frozenset(e.encode() for e in HOT_EVENTS)
-_SIDE: Final = frozenset(e.encode() for e in SIDE_EVENTS)
 #: The writer's types of the hot fields (pyarrow rejects a line of another JSON type).
 _HOT_ARROW: Final = pa.schema([
     ("seq", pa.int64()), ("ts_us", pa.int64()), ("event", pa.string()),
@@ -167,89 +175,166 @@ def _batch(trace: str, kind: int, line_no: list[int] | None, raw: list[str] | No
         schema=SCAN_SCHEMA)
 
 
-def _parse_hot(lines: list[bytes]) -> pa.Table:
-    """The hot lines as a table of the writer's types (ArrowInvalid on another type)."""
+def _parse_hot(lines: pa.BinaryArray) -> pa.Table:
+    """The hot lines (each ending in its newline) as a table of the writer's types
+    (ArrowInvalid on another type). The reader takes one buffer: the filtered lines' bytes,
+    contiguous in ``lines``' data buffer. 4 MiB blocks: faster here than larger ones (the
+    parser's working set stays in cache)."""
+    offsets = lines.buffers()[1]
+    first, last = (int.from_bytes(offsets[i * 4:(i + 1) * 4], "little", signed=True)
+                   for i in (lines.offset, lines.offset + len(lines)))
     return pj.read_json(
-        pa.BufferReader(pa.py_buffer(b"\n".join(lines))),
-        read_options=pj.ReadOptions(use_threads=False, block_size=1 << 24),
+        pa.BufferReader(lines.buffers()[2].slice(first, last - first)),
+        read_options=pj.ReadOptions(use_threads=False, block_size=1 << 22),
         parse_options=pj.ParseOptions(explicit_schema=_HOT_ARROW,
                                       unexpected_field_behavior="ignore"))
+
+
+#: The writer's fixed prefix of every line (``traces.writer.TraceWriter.emit``).
+_PREFIX: Final = r'^\{"seq":(?P<seq>[0-9]+),"ts_us":(?P<ts>-?[0-9]+),"event":"(?P<event>[^"\\]*)"'
+_HOT_SET: Final = pa.array([e.encode() for e in HOT_EVENTS], pa.binary())
+_SIDE_SET: Final = pa.array([e.encode() for e in SIDE_EVENTS], pa.binary())
+
+
+class _Unclean(Exception):
+    """The file is not the writer's own as written: the careful path reads it."""
+
+
+class _Block:
+    """One block of whole lines, each ending in its newline (line ``start`` first, 0-based):
+    the lines as an Arrow array over the block's bytes (no copy), their prefix matched by
+    RE2 in one call. ``_Unclean`` when a line lacks the writer's prefix or its ``seq`` is not
+    its place (a line deleted, duplicated or moved)."""
+
+    __slots__ = ("lines", "event", "top")
+
+    def __init__(self, region: bytes | memoryview, start: int) -> None:
+        nl = np.flatnonzero(np.frombuffer(region, np.uint8) == 10)
+        n = len(nl)
+        offsets = np.empty(n + 1, np.int32)
+        offsets[0] = 0
+        offsets[1:] = nl + 1
+        self.lines: pa.BinaryArray = pa.Array.from_buffers(
+            pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(region)])
+        prefix = pc.extract_regex(self.lines, _PREFIX)
+        if prefix.null_count:
+            raise _Unclean("a line without the writer's prefix {\"seq\":..,\"ts_us\":..,"
+                           "\"event\":..")
+        seq = pc.cast(prefix.field("seq"), pa.int64()).to_numpy()
+        if not np.array_equal(seq, np.arange(start, start + n, dtype=np.int64)):
+            raise _Unclean("a line whose seq is not its place")
+        self.event = prefix.field("event")
+        self.top = int(pc.max(pc.cast(prefix.field("ts"), pa.int64())).as_py())
+
+    def hot(self) -> pa.Table | None:
+        lines = self.lines.filter(pc.is_in(self.event, value_set=_HOT_SET))
+        return _parse_hot(lines) if len(lines) else None
+
+    def side(self, with_first: bool) -> tuple[list[int], list[bytes]]:
+        """The side lines (numbers within the block, 0-based) and their bytes (newline
+        dropped); ``with_first``: the block's first line too (a file's line 1)."""
+        mask = pc.is_in(self.event, value_set=_SIDE_SET)
+        if with_first:
+            mask = pc.or_(mask, pa.array(np.arange(len(self.lines)) == 0))
+        at = pc.indices_nonzero(mask)
+        return at.to_pylist(), [ln[:-1] for ln in self.lines.take(at).to_pylist()]
+
+
+def _check_end(last: bytes, prior: str, lines_n: int) -> None:
+    """The file's last line (no newline) is a sealed ``run_end`` whose ``sha256`` is
+    ``prior``, the digest of every byte before it, and whose ``events`` is the number of
+    lines before it."""
+    body = unseal(last)
+    if body is None:
+        raise _Unclean("the last line's crc does not match")
+    try:
+        end = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise _Unclean("the last line is not JSON") from exc
+    if not isinstance(end, dict) or end.get("event") != "run_end":
+        raise _Unclean("no run_end")
+    if end.get("sha256") != prior or end.get("events") != lines_n - 1:
+        raise _Unclean("run_end's sha256 or events do not match the lines before it")
 
 
 def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
     """The batches of one file, a block of lines at a time, then its summary (see the module
     notes). Rows go out as they are read, so a file's rows never all sit in memory; a file
-    found not clean later (a bad crc further on, no ``run_end``) has rows out already, and
-    ``load`` drops every row of a file whose summary is not clean."""
+    found not clean later (a digest that does not match, no ``run_end``) has rows out
+    already, and ``load`` drops every row of a file whose summary is not clean.
+
+    Nothing is done line by line in Python: each block's lines are an Arrow array over its
+    bytes, matched, checked and picked by Arrow's kernels (``_Block``). No line's crc is
+    computed: the bytes before the last line are hashed as they stream (SHA-256, in C) and
+    must be the digest the writer put in ``run_end`` — then they are the writer's bytes, and
+    so are their crcs. Any edit, cut or damage fails the digest (or the prefix, seq or
+    ``run_end`` checks on the way, which stop the parse early), and the careful path then
+    finds and places each line's problem as ``isrlab check`` does."""
     broke: list[str] = []
-    crc32 = zlib.crc32
-    lines_n = bad = odd = 0
+    digest = hashlib.sha256()
+    lines_n = 0
     end_us = -1
-    has_end = False
     first: bytes | None = None
+    pending = b""   # the last line seen (with its newline): not hashed yet, it may be run_end
+    carry = b""     # a line not complete yet
     error: str | None = None
+
+    def blocks() -> Iterator[bytes]:
+        nonlocal carry
+        for block in iter_text(path, broke):
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            carry = data[cut:]
+            if cut:
+                yield data[:cut]
+        if carry:   # a last line without its newline (the writer always ends one)
+            yield carry + b"\n"
+            carry = b""
+
     try:
-        for block in iter_lines(path, broke):
-            hot: list[bytes] = []
-            side_no: list[int] = []
-            side: list[bytes] = []
-            for i, ln in enumerate(block, lines_n):
-                k = ln.rfind(CRC_MARK, -32)
+        for region in blocks():
+            if first is None:
+                first = bytes(region[:region.find(b"\n")])
+            last_start = region.rfind(b"\n", 0, len(region) - 1) + 1
+            if error is None:
                 try:
-                    ok = (k > 0 and ln[-1] == 125
-                          and crc32(b"}", crc32(ln[:k])) == int(ln[k + 7:-1]))
-                except ValueError:
-                    ok = False
-                if not ok:
-                    bad += 1
-                    continue
-                parts = ln.split(b'"', 8)
-                if (len(parts) < 9 or parts[5] != b"event" or parts[3] != b"ts_us"
-                        or has_end or parts[2] != b":%d," % i):
-                    # a crc-valid line of another shape, a seq that is not its line's (a
-                    # line deleted, duplicated or moved), a line after run_end: the careful
-                    # path decides and says where
-                    odd += 1
-                    continue
-                try:
-                    ts = int(parts[4][1:-1])
-                except ValueError:
-                    ts = -1
-                if ts > end_us:
-                    end_us = ts
-                event = parts[7]
-                if event in _HOT:
-                    hot.append(ln)
-                elif event in _SIDE or i == 0:
-                    if event == b"run_end":
-                        has_end = True
-                    if i == 0:
-                        first = ln
-                    side_no.append(i + 1)
-                    side.append(ln)
-            lines_n += len(block)
-            if error is not None or bad or odd or not is_clean(0, True, first):
-                continue  # not clean whatever follows: nothing more to parse
-            try:
-                table = _parse_hot(hot) if hot else None
-                raw = [s.decode("utf-8") for s in side]
-            except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-                error = str(exc).splitlines()[0]
-                continue
-            if raw:
-                yield _batch(trace, SIDE, side_no, raw, len(raw))
-            # one batch per block the reader parsed (a few MB): a string column of a batch
-            # stays far below Arrow's 2 GiB, however large the trace
-            for chunk in table.to_batches() if table is not None else ():
-                yield _batch(trace, HOT, None, None, chunk.num_rows, chunk)
+                    block = _Block(region, lines_n)
+                    if lines_n == 0 and not is_clean(0, True, first):
+                        raise _Unclean("line 1 is not a run_start of this schema")
+                    side_at, side = block.side(lines_n == 0)
+                    hot = block.hot()
+                    raw = [s.decode("utf-8") for s in side]
+                except (_Unclean, pa.ArrowInvalid, UnicodeDecodeError) as exc:
+                    error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                else:
+                    digest.update(pending)
+                    digest.update(memoryview(region)[:last_start])
+                    end_us = max(end_us, block.top)
+                    if raw:
+                        yield _batch(trace, SIDE, [lines_n + 1 + i for i in side_at], raw,
+                                     len(raw))
+                    # one batch per block the reader parsed (4 MiB): a string column of a
+                    # batch stays far below Arrow's 2 GiB, however large the trace
+                    for chunk in hot.to_batches() if hot is not None else ():
+                        yield _batch(trace, HOT, None, None, chunk.num_rows, chunk)
+            pending = bytes(region[last_start:])
+            lines_n += region.count(b"\n")
     except OSError as exc:  # unreadable: no line (load reports it as such)
         yield _summary(trace, lines=0, bad=0, end_us=None, first=None, has_end=False,
                        ok=False, error=str(exc))
         return
-    yield _summary(trace, lines=lines_n, bad=bad, end_us=end_us if end_us >= 0 else None,
+    last = pending[:-1]
+    has_end = unseal(last) is not None and b'"event":"run_end"' in last
+    if error is None:
+        try:
+            if broke:
+                raise _Unclean(broke[0])
+            _check_end(last, digest.hexdigest(), lines_n)
+        except _Unclean as exc:
+            error = str(exc)
+    yield _summary(trace, lines=lines_n, bad=0, end_us=end_us if end_us >= 0 else None,
                    first=first.decode("utf-8", "replace") if first is not None else None,
-                   has_end=has_end, ok=not odd and not broke and error is None,
-                   error=error or (broke[0] if broke else None))
+                   has_end=has_end, ok=error is None, error=error)
 
 
 def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

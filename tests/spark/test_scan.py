@@ -50,13 +50,36 @@ def test_a_clean_file_yields_its_hot_rows_its_side_lines_and_a_summary(tmp_path:
             if k == SIDE] == side_lines
 
 
-def test_a_line_with_a_wrong_crc_stops_the_rows_of_its_file(tmp_path: Path) -> None:
+def test_a_line_whose_seq_is_not_its_place_stops_the_rows_of_its_file(tmp_path: Path) -> None:
     path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = lines[3].replace(b'"seq":3', b'"seq":4')
     path.write_bytes(b"".join(lines))
     summary, table = _scan(path)
-    assert summary["bad"] == 1 and table.num_rows == 1
+    assert not summary["ok"] and "seq" in str(summary["error"]) and table.num_rows == 1
+
+
+def test_a_resealed_line_fails_the_files_digest(tmp_path: Path) -> None:
+    """An edit that keeps the line's prefix, type and crc (the line sealed again) is the
+    case the per-line checks cannot see: the digest in ``run_end`` does."""
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    i = next(n for n, raw in enumerate(lines) if b'"event":"produce_ack"' in raw)
+    event = orjson.loads(lines[i][: lines[i].rindex(b',"crc":')] + b"}")
+    event["offset"] = int(str(event["offset"])) + 1
+    lines[i] = seal(orjson.dumps(event))
+    path.write_bytes(b"".join(lines))
+    summary, _ = _scan(path)
+    assert summary["has_end"] and not summary["ok"] and "sha256" in str(summary["error"])
+
+
+def test_a_line_after_run_end_makes_the_file_not_clean(tmp_path: Path) -> None:
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines, lines[1].replace(b'"seq":1,', b'"seq":%d,' % len(lines))]))
+    summary, _ = _scan(path)
+    assert not summary["ok"] and not summary["has_end"]
+    assert summary["lines"] == len(lines) + 1
 
 
 def test_a_hot_line_of_another_json_type_is_not_trusted(tmp_path: Path) -> None:
