@@ -90,7 +90,8 @@ def main() -> None:
     rate = res.delivered / max(res.sim_seconds, 1e-9)
     print(f"    {rate:,.0f} messages per simulated second ({res.frames / res.sim_seconds:,.0f} "
           f"frames): at the floor's cost this machine could run at most "
-          f"{1 / (rate * floor):.1f} simulated s/s, at 2.5x the floor {1 / (rate * floor * 2.5):.1f}")
+          f"{1 / (rate * floor):.1f} simulated s/s, at 2.5x the floor "
+          f"{1 / (rate * floor * 2.5):.1f}")
     print(f"trace: {len(buf.getvalue()) / 1e6:.1f} MB, status {res.status}")
     if "--no-messages" in sys.argv:
         return

@@ -175,14 +175,13 @@ def _batch(trace: str, kind: int, line_no: list[int] | None, raw: list[str] | No
         schema=SCAN_SCHEMA)
 
 
-def _parse_hot(lines: pa.BinaryArray) -> pa.Table:
+def _parse_hot(lines: pa.LargeBinaryArray) -> pa.Table:
     """The hot lines (each ending in its newline) as a table of the writer's types
     (ArrowInvalid on another type). The reader takes one buffer: the filtered lines' bytes,
     contiguous in ``lines``' data buffer. 4 MiB blocks: faster here than larger ones (the
     parser's working set stays in cache)."""
-    offsets = lines.buffers()[1]
-    first, last = (int.from_bytes(offsets[i * 4:(i + 1) * 4], "little", signed=True)
-                   for i in (lines.offset, lines.offset + len(lines)))
+    offsets = np.frombuffer(lines.buffers()[1], np.int64)
+    first, last = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
     return pj.read_json(
         pa.BufferReader(lines.buffers()[2].slice(first, last - first)),
         read_options=pj.ReadOptions(use_threads=False, block_size=1 << 22),
@@ -192,8 +191,8 @@ def _parse_hot(lines: pa.BinaryArray) -> pa.Table:
 
 #: The writer's fixed prefix of every line (``traces.writer.TraceWriter.emit``).
 _PREFIX: Final = r'^\{"seq":(?P<seq>[0-9]+),"ts_us":(?P<ts>-?[0-9]+),"event":"(?P<event>[^"\\]*)"'
-_HOT_SET: Final = pa.array([e.encode() for e in HOT_EVENTS], pa.binary())
-_SIDE_SET: Final = pa.array([e.encode() for e in SIDE_EVENTS], pa.binary())
+_HOT_SET: Final = pa.array([e.encode() for e in HOT_EVENTS], pa.large_binary())
+_SIDE_SET: Final = pa.array([e.encode() for e in SIDE_EVENTS], pa.large_binary())
 
 
 class _Unclean(Exception):
@@ -211,11 +210,11 @@ class _Block:
     def __init__(self, region: bytes | memoryview, start: int) -> None:
         nl = np.flatnonzero(np.frombuffer(region, np.uint8) == 10)
         n = len(nl)
-        offsets = np.empty(n + 1, np.int32)
+        offsets = np.empty(n + 1, np.int64)   # 64-bit: a gzip block may inflate past 2 GiB
         offsets[0] = 0
         offsets[1:] = nl + 1
-        self.lines: pa.BinaryArray = pa.Array.from_buffers(
-            pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(region)])
+        self.lines: pa.LargeBinaryArray = pa.Array.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(region)])
         prefix = pc.extract_regex(self.lines, _PREFIX)
         if prefix.null_count:
             raise _Unclean("a line without the writer's prefix {\"seq\":..,\"ts_us\":..,"

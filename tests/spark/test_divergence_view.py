@@ -3,9 +3,10 @@
 Spark aggregates per offset the replicas holding a record and the values held, and counts
 the covering replicas from their spans (``analyses.log_divergence``); the checker walks each
 offset of the covered ranges (``Checker._judge_divergence``). The agreement tests compare
-their counts; the view's rows are compared here, on cases built by hand: two values at one offset; one value and a covering
-replica without a record (MISSING); no covering replica holding a record (MISSING alone is
-no divergence); a replica listing an offset twice; a record above one replica's HW.
+their counts; the view's rows are compared here, on cases built by hand: two values at one
+offset; one value and a covering replica without a record (MISSING); no covering replica
+holding a record (MISSING alone is no divergence); a replica listing an offset twice; a
+record above one replica's HW.
 """
 
 from __future__ import annotations
