@@ -1,4 +1,5 @@
-"""Reading trace files: every line's crc checked, every bad line and file accounted for.
+"""Reading trace files: every line's crc checked (or the file's digest), every bad line and
+file accounted for.
 
 Three paths, one result (``tests/spark/test_load_paths.py`` holds them to the same rows and
 problems). A file is *clean* when every crc matches, line 1 is a schema-``SCHEMA_VERSION``
@@ -8,9 +9,11 @@ parsed on its own and each problem found and placed. ``careful=True`` (``isrlab 
 --careful``) sends every file there.
 
 * native (local files; ``native_scan``, ``scan.py``): each file is read once, in Spark's
-  Python workers (``mapInArrow``, one file per task): crcs checked, side lines kept as
-  text, hot lines parsed by pyarrow's JSON reader with the writer's types (a line of another
-  type makes the file not clean). The hot rows, side lines and per-file summaries come back
+  Python workers (``mapInArrow``, one file per task), by Arrow's kernels: the crcs through
+  the file's digest (``run_end``'s ``sha256`` over every byte before it, stricter than the
+  crcs: a resealed or moved line fails it too), each seq against its place, side lines kept
+  as text, hot lines parsed by pyarrow's JSON reader with the writer's types (a line of
+  another type makes the file not clean). The hot rows, side lines and per-file summaries come back
   as one DataFrame, hash-partitioned and persisted: it *is* ``events`` (filtered to the hot
   rows), so the load shuffles the bulk rows once and builds one cache.
 * JVM fast path (URIs, or ``native=False``): a text pass (``audit_text``: no JSON parsed)
