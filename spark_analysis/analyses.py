@@ -1,10 +1,12 @@
 """Trace analytics with DataFrames: the checker's anomalies, and the campaign views around them.
 
 Input is ``load.Loaded``: ``events`` (the bulk lines: sends, acks, consumes, HW updates,
-narrow, hash-partitioned by K = (trace, topic, partition) and cached), ``side`` (the few
+narrow, hash-partitioned by K = (tid, topic, partition) and cached), ``side`` (the few
 run-level, leadership, ISR and ``final_log`` lines parsed in full, partitioned the same way,
-cached) and ``traces`` (per-trace sizes). Keys are always
-led by ``trace``; orders are by ``seq`` (the trace's total order; many events share a
+cached) and ``traces`` (per-trace id, path and sizes). Keys are always led by ``tid``, the
+trace's small integer id in this load (a path in every row made every sort compare 60-byte
+strings whose first bytes are all alike); every view shows the path again
+(``Loaded.named``). Orders are by ``seq`` (the trace's total order; many events share a
 ``ts_us``).
 
 The anomaly definitions are ``docs/anomalies.md``, the same text ``traces.checker`` follows;
@@ -46,7 +48,8 @@ Performance shape: ``events`` and ``side`` are partitioned by K alike (a union o
 rows keeps it), every aggregate and window of the two passes is keyed by a superset of K, and
 the small tables (final source, assignments) are broadcast, so neither pass exchanges the
 large rows (``explain()`` shows no Exchange above the cached scans); the two record
-aggregates share one sort; the rows of each pass are a few narrow columns of ``events``. No
+aggregates have fixed-width buffers only, so they are hash aggregates in generated code (no
+sort); the rows of each pass are a few narrow columns of ``events``. No
 Python UDFs anywhere. ``Analysis`` computes each pass once and keeps its small result for every
 view that needs it.
 
@@ -65,10 +68,12 @@ from spark_analysis.load import SCENARIO_SCHEMA, Loaded
 from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING, NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
-K: Final = ["trace", "topic", "partition"]
+#: The partition key: ``tid`` is the trace's id in the load (``Loaded.named`` turns it back
+#: into the path in every view).
+K: Final = ["tid", "topic", "partition"]
 #: The schema of the anomaly table (``n`` is microseconds for ``under_min_isr``).
 TABLE_SCHEMA: Final = "trace string, topic string, partition int, anomaly string, n long"
-SOURCE_SCHEMA: Final = ("trace string, topic string, partition int, elected int, "
+SOURCE_SCHEMA: Final = ("tid int, topic string, partition int, elected int, "
                         "offline boolean, not_converged boolean, source int, src_hw long, "
                         "src_lso long")
 #: Families of ``record_verdicts`` and ``order_findings``, in the order they are counted.
@@ -111,14 +116,14 @@ def trace_meta(data: Loaded) -> DataFrame:
     """One row per trace: scenario name, seed, protocol, knobs, status, events, end time."""
     side = data.side
     start = _ev(side, "run_start").select(
-        "trace", "seed", F.from_json("scenario", SCENARIO_SCHEMA).alias("sc"),
+        "tid", "seed", F.from_json("scenario", SCENARIO_SCHEMA).alias("sc"),
         F.col("protocol").alias("run_protocol"))
-    end = _ev(side, "run_end").select("trace", F.col("status"))
+    end = _ev(side, "run_end").select("tid", F.col("status"))
     faults = (_ev(side, "fault").where(F.col("fault").isNotNull())
-              .groupBy("trace").agg(F.array_sort(F.collect_set("fault")).alias("fault_kinds")))
+              .groupBy("tid").agg(F.array_sort(F.collect_set("fault")).alias("fault_kinds")))
     return (
-        data.traces.join(start, "trace", "left").join(end, "trace", "left")
-        .join(faults, "trace", "left")
+        data.traces.join(start, "tid", "left").join(end, "tid", "left")
+        .join(faults, "tid", "left")
         .select(
             "trace", "events", "end_us", "seed", "status",
             F.col("sc.name").alias("scenario"),
@@ -139,13 +144,13 @@ def trace_meta(data: Loaded) -> DataFrame:
 def scenario_topics(side: DataFrame) -> DataFrame:
     """Per trace and topic: replication factor and effective min ISR (min(minISR, RF))."""
     topics = _ev(side, "run_start").select(
-        "trace", F.explode(F.from_json("scenario", SCENARIO_SCHEMA)["topics"]).alias("t"))
+        "tid", F.explode(F.from_json("scenario", SCENARIO_SCHEMA)["topics"]).alias("t"))
     min_isr = F.coalesce(F.col("t")["min.insync.replicas"], F.lit(1))
     rf = F.col("t")["replication.factor"]
     return topics.where(F.col("t")["name"].isNotNull()).select(
-        "trace", F.col("t")["name"].alias("topic"), rf.alias("rf"),
+        "tid", F.col("t")["name"].alias("topic"), rf.alias("rf"),
         F.when(rf.isNull(), min_isr).otherwise(F.least(min_isr, rf)).alias("eff_min_isr"),
-    ).dropDuplicates(["trace", "topic"])
+    ).dropDuplicates(["tid", "topic"])
 
 
 # --------------------------------------------------------------------------- final logs
@@ -241,27 +246,35 @@ def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:
 
 
 def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
-    """Per (K, value): the first ack ``a`` (seq, offset, acks, producer, ts_us, committed),
-    ``send_seq``, the first send (``snd``: seq, producer, acks), the lowest offset a
-    consume read it at (``cmin``), the value's lowest/highest offset (``dmin``/``dmax``:
-    acks, consumes, the committed log), ``visible`` (its consumes that are visible HW
-    regressions), ``verdict`` (``lost_acked_write``/``lost_acked_uncommitted``/``expired``
-    or null), ``duplicate`` and ``nonmonotonic_send`` (booleans). Partitions without a final
-    log get no write/visible verdicts (as in the checker). One pass: no exchange of the
-    events on K-partitioned input.
+    """Per (K, value): ``verdict`` (``lost_acked_write``/``lost_acked_uncommitted``/
+    ``expired`` or null), ``duplicate`` and ``nonmonotonic_send`` (booleans) and ``visible``
+    (the value's consumes that are visible HW regressions), from the value's first ack (its
+    seq, offset, acks, producer and whether its offset is committed), its first send (seq,
+    producer, acks), the lowest offset a consume read it at and its lowest and highest offset
+    (acks, consumes, the committed log). Partitions without a final log get no
+    write/visible verdicts (as in the checker). One pass: no exchange of the events on
+    K-partitioned input.
+
+    Every aggregate buffer is fixed-width — the first ack and send are ``min_by`` of
+    numbers by seq (acks as a code: 0 for "0", 2 for "all", 1 otherwise; producers are
+    integers) rather than of a struct — so Spark hash-aggregates both levels in generated
+    code instead of sorting the rows (a struct buffer forces a sort-based aggregate: half of
+    this family's time).
     """
     ev = data.events
     src = F.broadcast(source.where(F.col("source").isNotNull()).select(
         *K, "src_hw", "src_lso", F.lit(True).alias("has_src")))
+    acks_code = (F.when(_acks_n() == "0", F.lit(0)).when(_acks_n() == "all", F.lit(2))
+                 .otherwise(F.lit(1)))
     acks = (_valid_k(_ev(ev, "produce_ack"))
             .where(F.col("offset").isNotNull() & (F.col("offset") >= 0))
             .select(*K, _value_n().alias("value"), "offset",
-                    F.when(_acks_n() != "0", F.struct(
-                        "seq", _acks_n().alias("acks"), "producer", "ts_us")).alias("first"),
+                    F.when(acks_code != 0, F.col("seq")).alias("a_seq"),
+                    acks_code.alias("a_acks"), F.col("producer").alias("a_prod"),
                     F.col("value").isNotNull().alias("dup")))
     sends = (_valid_k(_ev(ev, "produce_send")).where(F.col("value").isNotNull())
              .select(*K, "value", F.col("seq").alias("send_seq"),
-                     F.struct("seq", "producer", _acks_n().alias("acks")).alias("snd")))
+                     F.col("producer").alias("s_prod"), acks_code.alias("s_acks")))
     cons = _valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull()).join(src, K, "left")
     retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
     cons = cons.select(
@@ -277,50 +290,51 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     rows = (acks.unionByName(sends, allowMissingColumns=True)
             .unionByName(cons, allowMissingColumns=True)
             .unionByName(comm, allowMissingColumns=True))
-    # (K, value, offset): what happened at this offset to this value. Keys sorted value first
-    # (its prefix tells rows apart; the trace path of K would not), offset last: the sort
-    # of this aggregate is then also the one the next, keyed (value, K), needs
+    # (K, value, offset): what happened at this offset to this value
     at = rows.groupBy("value", *K, "offset").agg(
-        F.min_by("first", "first.seq").alias("first"),
-        F.min("send_seq").alias("send_seq"), F.min_by("snd", "snd.seq").alias("snd"),
+        F.min("a_seq").alias("a_seq"), F.min_by("a_acks", "a_seq").alias("a_acks"),
+        F.min_by("a_prod", "a_seq").alias("a_prod"),
+        F.min("send_seq").alias("send_seq"), F.min_by("s_prod", "send_seq").alias("s_prod"),
+        F.min_by("s_acks", "send_seq").alias("s_acks"),
         F.min("coff").alias("coff"),
         F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
         F.max("dup").alias("dup"),
         F.sum("r1").alias("r1"), F.sum("r2").alias("r2"))
     at = at.select(
-        *K, "value", "send_seq", "snd", "coff",
-        F.when(F.col("first").isNotNull(), F.struct(
-            F.col("first.seq").alias("seq"), F.col("offset"), F.col("first.acks").alias("acks"),
-            F.col("first.producer").alias("producer"), F.col("first.ts_us").alias("ts_us"),
-            F.col("committed"))).alias("a"),
+        *K, "value", "offset", "a_seq", "a_acks", "a_prod", "send_seq", "s_prod", "s_acks",
+        "coff", "committed",
         F.when(F.col("dup"), F.col("offset")).alias("doff"),
         F.coalesce(F.when(F.col("committed"), F.col("r1")).otherwise(F.col("r2")), F.lit(0))
         .alias("visible"))
-    # (K, value): the value's first ack, offsets, visible regressions
+    # (K, value): the value's first ack (the one of lowest seq over its offsets), offsets,
+    # visible regressions
     per_value = at.groupBy("value", *K).agg(
-        F.min_by("a", "a.seq").alias("a"), F.min("send_seq").alias("send_seq"),
-        F.min_by("snd", "snd.seq").alias("snd"), F.min("coff").alias("cmin"),
-        F.min("doff").alias("dmin"), F.max("doff").alias("dmax"),
+        F.min("a_seq").alias("a_seq"), F.min_by("offset", "a_seq").alias("a_off"),
+        F.min_by("a_acks", "a_seq").alias("a_acks"), F.min_by("a_prod", "a_seq").alias("a_prod"),
+        F.min_by("committed", "a_seq").alias("a_comm"),
+        F.min("send_seq").alias("send_seq"), F.min_by("s_prod", "send_seq").alias("s_prod"),
+        F.min_by("s_acks", "send_seq").alias("s_acks"),
+        F.min("coff").alias("cmin"), F.min("doff").alias("dmin"), F.max("doff").alias("dmax"),
         F.sum("visible").alias("visible"))
     per_value = per_value.join(src, K, "left")
+    acked = F.col("a_seq").isNotNull()
     verdict = (
-        F.when(F.col("a").isNull() | F.col("has_src").isNull(), F.lit(None).cast("string"))
-        .when(F.col("a.offset") < F.col("src_lso"), F.lit("expired"))
-        .when(~F.col("a.committed") & (F.col("a.acks") == "all"), F.lit("lost_acked_write"))
-        .when(~F.col("a.committed"), F.lit("lost_acked_uncommitted"))
+        F.when(~acked | F.col("has_src").isNull(), F.lit(None).cast("string"))
+        .when(F.col("a_off") < F.col("src_lso"), F.lit("expired"))
+        .when(~F.col("a_comm") & (F.col("a_acks") == 2), F.lit("lost_acked_write"))
+        .when(~F.col("a_comm"), F.lit("lost_acked_uncommitted"))
     )
     # where a send landed: its ack, or — its ack lost — the lowest offset a read placed it at
-    placed = F.col("a").isNull() & (F.col("snd.acks") != "0") & F.col("cmin").isNotNull()
-    position = F.when(F.col("a").isNotNull(), F.col("a.offset")).when(placed, F.col("cmin"))
+    placed = ~acked & (F.col("s_acks") != 0) & F.col("cmin").isNotNull()
+    position = F.when(acked, F.col("a_off")).when(placed, F.col("cmin"))
     per_value = per_value.select(
         "*", position.alias("pos"),
-        F.when(F.col("a").isNotNull(), F.col("a.producer")).otherwise(F.col("snd.producer"))
-        .alias("pos_producer"))
+        F.when(acked, F.col("a_prod")).otherwise(F.col("s_prod")).alias("pos_producer"))
     w = (Window.partitionBy(*K, F.col("pos").isNull(), F.col("pos_producer"))
-         .orderBy(F.coalesce("send_seq", "a.seq"), F.col("a.seq")))
+         .orderBy(F.coalesce("send_seq", "a_seq"), F.col("a_seq")))
     prev = F.lag("pos").over(w)
     return per_value.select(
-        *K, "value", "a", "send_seq", "dmin", "dmax", "visible", verdict.alias("verdict"),
+        *K, "value", "visible", verdict.alias("verdict"),
         F.coalesce(F.col("dmin") < F.col("dmax"), F.lit(False)).alias("duplicate"),
         F.coalesce(F.col("pos") < prev, F.lit(False)).alias("nonmonotonic_send"))
 
@@ -367,7 +381,7 @@ def order_findings(data: Loaded) -> DataFrame:
         _valid_k(_ev(data.side, "replica_deleted")).where(F.col("replica").isNotNull())
         .groupBy(*K, "replica").agg(F.collect_list("seq").alias("_dels"))
         .select(*[F.col(c).alias(f"_d{c}") for c in (*K, "replica")], "_dels"))
-    hw = hw.join(dels, (hw["trace"] == dels["_dtrace"]) & (hw["topic"] == dels["_dtopic"])
+    hw = hw.join(dels, (hw["tid"] == dels["_dtid"]) & (hw["topic"] == dels["_dtopic"])
                  & (hw["partition"] == dels["_dpartition"])
                  & (hw["replica"] == dels["_dreplica"]), "left")
     hw = hw.select(*K, "seq", "ts_us", "replica", "reason", "role", "old", "new", "lhw",
@@ -377,23 +391,23 @@ def order_findings(data: Loaded) -> DataFrame:
     # node is "consumer-" + its name: traces.checker.CONSUMER_NODE_PREFIX)
     crashes = (_ev(data.side, "node_crash")
                .where(F.col("node").startswith(CONSUMER_NODE_PREFIX))
-               .select("trace", F.expr(f"substring(node, {len(CONSUMER_NODE_PREFIX) + 1})")
+               .select("tid", F.expr(f"substring(node, {len(CONSUMER_NODE_PREFIX) + 1})")
                        .alias("consumer"),
                        F.struct(F.col("seq").alias("s"), F.lit(True).alias("e"),
                                 F.lit(None).cast("array<int>").alias("ps")).alias("_a")))
     asg = F.broadcast(
         _ev(data.side, "assignment")
-        .select("trace", "consumer",
+        .select("tid", "consumer",
                 F.struct(F.col("seq").alias("s"),
                          (F.coalesce(F.col("protocol"), F.lit("eager")) == "eager").alias("e"),
                          F.col("partitions").alias("ps")).alias("_a"))
         .unionByName(crashes)
-        .groupBy("trace", "consumer").agg(F.collect_list("_a").alias("_asgs"))
-        .select(F.col("trace").alias("_at"), F.col("consumer").alias("_ac"), "_asgs"))
+        .groupBy("tid", "consumer").agg(F.collect_list("_a").alias("_asgs"))
+        .select(F.col("tid").alias("_at"), F.col("consumer").alias("_ac"), "_asgs"))
     cons = (_valid_k(_ev(ev, "consume")).where(F.col("offset").isNotNull())
             .select(*K, "seq", "ts_us", "group", "consumer", "offset", "hw",
                     _value_n().alias("value")))
-    cons = cons.join(asg, (cons["trace"] == asg["_at"]) & cons["consumer"].eqNullSafe(asg["_ac"]),
+    cons = cons.join(asg, (cons["tid"] == asg["_at"]) & cons["consumer"].eqNullSafe(asg["_ac"]),
                      "left")
 
     def ends_chain(a: Column) -> Column:
@@ -575,10 +589,10 @@ def isr_intervals(data: Loaded) -> DataFrame:
     """How long each committed ISR state lasted (until the next state or the trace's end),
     with ``under_min_isr`` (size < effective min ISR) and ``under_replicated`` (< RF)."""
     st = isr_states(data.side)
-    ends = data.traces.select("trace", "end_us")
+    ends = data.traces.select("tid", "end_us")
     w = Window.partitionBy(*K).orderBy("seq")
-    df = (st.join(F.broadcast(ends), "trace")
-          .join(scenario_topics(data.side), ["trace", "topic"], "left")
+    df = (st.join(F.broadcast(ends), "tid")
+          .join(scenario_topics(data.side), ["tid", "topic"], "left")
           .withColumn("until", F.coalesce(F.lead("ts_us").over(w), F.col("end_us"))))
     dur = F.greatest(F.col("until") - F.col("ts_us"), F.lit(0))
     return df.select(
@@ -618,7 +632,7 @@ def top_churning_replicas(side: DataFrame, n: int = 20) -> DataFrame:
     """Replicas with the most churns (over all traces read)."""
     return (isr_transitions(side).where("churn")
             .groupBy("topic", "partition", "replica").agg(F.count(F.lit(1)).alias("churns"),
-                                                          F.count_distinct("trace").alias("traces"))
+                                                          F.count_distinct("tid").alias("traces"))
             .orderBy(F.desc("churns"), "topic", "partition", "replica").limit(n))
 
 
@@ -696,7 +710,9 @@ class Analysis:
         result is rebuilt as a local DataFrame.
         """
         if self._table is None:
-            rows = [tuple(r) for part in self.parts() for r in part.collect()]
+            paths = self.data.paths()
+            rows = [(paths[r["tid"]], *tuple(r)[1:]) for part in self.parts()
+                    for r in part.collect()]
             self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
         return self._table
 
@@ -715,15 +731,15 @@ class Analysis:
 
     def views(self) -> dict[str, DataFrame]:
         """Every view ``isrlab analyze --out`` writes, by name."""
-        side = self.data.side
+        side, named = self.data.side, self.data.named
         out = {
             "anomalies_per_partition": self.table(),
             "anomalies_per_trace": self.wide(),
-            "hw_regressions": hw_regressions(self.findings()),
-            "isr_churn_per_minute": isr_churn_per_minute(side),
-            "partition_health": partition_health(self.data),
+            "hw_regressions": named(hw_regressions(self.findings())),
+            "isr_churn_per_minute": named(isr_churn_per_minute(side)),
+            "partition_health": named(partition_health(self.data)),
             "top_churning_replicas": top_churning_replicas(side),
-            "log_divergence": self.divergence(),
+            "log_divergence": named(self.divergence()),
         }
         for knob in ROLLUP_KNOBS:
             out[f"rollup_{knob}"] = campaign_rollup(self.wide(), knob)

@@ -101,6 +101,6 @@ def analyses(session: SparkSession, paths: Sequence[str]) -> dict[str, DataFrame
 
     loaded = load_traces(session, list(paths))
     views = dict(Analysis(loaded).views())
-    views["events"] = loaded.events
-    views["side"] = loaded.side
+    views["events"] = loaded.named(loaded.events)
+    views["side"] = loaded.named(loaded.side)
     return views

@@ -98,7 +98,9 @@ from traces.schema import SCHEMA_VERSION
 _S, _L, _I = T.StringType(), T.LongType(), T.IntegerType()
 
 #: The columns every analysis partitions by; the events DataFrame is hash-partitioned by them.
-PARTITION_KEY: Final = ("trace", "topic", "partition")
+#: ``tid`` is the trace's id in this load (``Loaded.traces`` maps it to the path): an int, so
+#: that no row carries the path and no sort compares paths.
+PARTITION_KEY: Final = ("tid", "topic", "partition")
 #: How the parsed rows are kept: columnar batches in memory, as objects (no serialisation on
 #: every read), spilling to disk only if memory runs out.
 LEVEL: Final = StorageLevel.MEMORY_AND_DISK_DESER
@@ -118,7 +120,7 @@ TRACE_SCHEMA = T.StructType(
         ("reason", _S), ("role", _S), ("log_start_offset", _L), ("hw", _L), ("leo", _L),
         ("leader", _I), ("leader_epoch", _I), ("isr", T.ArrayType(_I)),
         # clients
-        ("value", _S), ("producer", _S), ("acks", _S), ("offset", _L),
+        ("value", _S), ("producer", _L), ("acks", _S), ("offset", _L),
         ("group", _S), ("consumer", _S), ("partitions", T.ArrayType(_I)),
         ("commit_id", _L), ("requested_us", _L),
         # end of run
@@ -131,13 +133,15 @@ _HOT_FIELDS: Final = ("seq", "ts_us", "event", "schema", "topic", "partition", "
 #: What the one pass over the JSON parses: the fields of the bulk events (and line 1's schema).
 LINE_SCHEMA = T.StructType([f for f in TRACE_SCHEMA.fields if f.name in _HOT_FIELDS])
 #: The columns of ``Loaded.events``.
-EVENT_COLUMNS: Final = ("trace", "topic", "partition", "seq", "ts_us", "event", "replica",
+EVENT_COLUMNS: Final = ("tid", "topic", "partition", "seq", "ts_us", "event", "replica",
                         "old_n", "new_n", "role", "reason", "value", "producer", "acks",
                         "offset", "hw", "group", "consumer")
-_TYPES: Final = {"trace": _S, "old_n": _L, "new_n": _L,
+_TYPES: Final = {"tid": _I, "trace": _S, "old_n": _L, "new_n": _L,
                  **{f.name: f.dataType for f in TRACE_SCHEMA.fields}}
 #: The schema of ``Loaded.events``.
 EVENT_SCHEMA = T.StructType([T.StructField(c, _TYPES[c]) for c in EVENT_COLUMNS])
+#: ``EVENT_COLUMNS`` keyed by the trace's path, as the JVM paths read them before ``_tids``.
+_PATH_COLUMNS: Final = ("trace", *EVENT_COLUMNS[1:])
 #: What the JSON source parses of a clean file's hot lines.
 _HOT_SCHEMA = T.StructType([f for f in LINE_SCHEMA.fields if f.name != "schema"])
 _HOT_ONLY: Final = ("replica", "role", "reason", "value", "producer", "acks", "offset", "hw",
@@ -184,14 +188,16 @@ LINE_SKIPPED: Final = "line skipped"
 TRACE_SKIPPED: Final = "trace skipped"
 TAIL_LOST: Final = "tail lost"
 #: The schema of ``Loaded.traces``.
-TRACES_SCHEMA: Final = "trace string, events long, end_us long"
-_SIDE_TEXT: Final = "trace string, _block long, _rid long, _raw string"
+TRACES_SCHEMA: Final = "tid int, trace string, events long, end_us long"
+_SIDE_TEXT: Final = "tid int, _block long, _rid long, _raw string"
 #: At most this many tasks read the local files (a task reads its files one after another).
 _MAX_SCAN_TASKS: Final = 1000
 
 
 #: A line to number: (trace, _block, _rid, problem, text).
 _Located = tuple[str, int, int, str, str]
+#: The same with the trace's id (``tid``) for its path.
+_LocatedById = tuple[int, int, int, str, str]
 
 
 class TraceInputError(Exception):
@@ -224,9 +230,10 @@ class Loaded:
     #: The good ``HOT_EVENTS`` lines (``EVENT_COLUMNS``), partitioned by ``PARTITION_KEY``,
     #: persisted.
     events: DataFrame
-    #: The ``SIDE_EVENTS`` lines: ``trace`` + ``TRACE_SCHEMA``, same partitioning, persisted.
+    #: The ``SIDE_EVENTS`` lines: ``tid`` + ``TRACE_SCHEMA``, same partitioning, persisted.
     side: DataFrame
-    #: Per analysed trace: events (good lines), end_us (largest ts_us). Small.
+    #: Per analysed trace: tid, trace (its path), events (good lines), end_us (largest
+    #: ts_us). Small.
     traces: DataFrame
     problems: list[BadLine]
     files: list[str]
@@ -240,6 +247,17 @@ class Loaded:
         """Free the cached rows (the next analysis re-reads the input)."""
         for df in self.caches:
             df.unpersist()
+
+    def named(self, df: DataFrame) -> DataFrame:
+        """``df`` with its ``tid`` column replaced, in place, by ``trace`` (the path): what a
+        view shows. ``traces`` is small: broadcast."""
+        paths = F.broadcast(self.traces.select("tid", "trace"))
+        return df.join(paths, "tid").select(
+            *[F.col("trace") if c == "tid" else F.col(c) for c in df.columns])
+
+    def paths(self) -> dict[int, str]:
+        """tid → the trace's path (collected from ``traces``)."""
+        return {int(r["tid"]): r["trace"] for r in self.traces.select("tid", "trace").collect()}
 
     @property
     def bad_lines(self) -> list[BadLine]:
@@ -321,7 +339,8 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
 
     Columns: trace, _block, _rid, _problem (null for a good line), _line (text of a bad line
     only), schema (line 1's), _raw (text of a ``SIDE_EVENTS`` line), then the columns of
-    ``EVENT_COLUMNS`` (null for a bad line; the ``HOT_EVENTS`` fields null on other lines).
+    ``EVENT_COLUMNS`` after ``tid`` (null for a bad line; the ``HOT_EVENTS`` fields null on
+    other lines).
     The careful path: every line parsed on its own, so that each problem is found and placed.
     """
     raw = read_text(spark, files)
@@ -351,7 +370,7 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         F.when(~good, F.col("_text")).alias("_line"),
         F.when(good & (event == "run_start"), F.col("j.schema")).alias("schema"),
         F.when(good & event.isin(*SIDE_EVENTS), F.col("_text")).alias("_raw"),
-        *[cols[c] if c in cols else field(c) for c in EVENT_COLUMNS],
+        *[cols[c] if c in cols else field(c) for c in _PATH_COLUMNS],
     )
 
 
@@ -482,7 +501,8 @@ def audit_side(audit: Audit, slow: Sequence[str]) -> DataFrame:
 
 
 def read_hot(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """The ``HOT_EVENTS`` lines of clean ``files`` as ``EVENT_COLUMNS``, parsed by Spark's JSON
+    """The ``HOT_EVENTS`` lines of clean ``files`` as ``EVENT_COLUMNS`` keyed by the trace's
+    path (``_PATH_COLUMNS``: ``_tids`` numbers them), parsed by Spark's JSON
     source (a byte-based parse, about twice as fast as ``from_json`` over text, with the
     filter on ``event`` pushed into the parser: other lines are not parsed past it)."""
     j = (spark.read.schema(_HOT_SCHEMA).json(list(files))
@@ -493,18 +513,18 @@ def read_hot(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "old_n": F.when(is_hw, F.col("old").try_cast("bigint")).alias("old_n"),
         "new_n": F.when(is_hw, F.col("new").try_cast("bigint")).alias("new_n"),
     }
-    return j.select(*[cols.get(c, F.col(c)) for c in EVENT_COLUMNS])
+    return j.select(*[cols.get(c, F.col(c)) for c in _PATH_COLUMNS])
 
 
 def side_lines(rows: DataFrame) -> DataFrame:
-    """The lines of ``rows`` (trace, _block, _rid, _raw: ``SIDE_EVENTS`` text) parsed in full:
-    ``trace``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), then
+    """The lines of ``rows`` (tid, _block, _rid, _raw: ``SIDE_EVENTS`` text) parsed in full:
+    ``tid``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), then
     ``TRACE_SCHEMA``."""
     schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    parsed = rows.select("trace", "_block", "_rid",
+    parsed = rows.select("tid", "_block", "_rid",
                          F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
     return parsed.select(
-        "trace", "_block", "_rid", F.col("j._corrupt_record").isNotNull().alias("_bad"),
+        "tid", "_block", "_rid", F.col("j._corrupt_record").isNotNull().alias("_bad"),
         *[F.col(f"j.{n}").alias(n) for n in TRACE_SCHEMA.fieldNames()])
 
 
@@ -521,7 +541,7 @@ def load_traces(
     if cached is not None and (cached / _META).exists():
         meta = orjson.loads((cached / _META).read_bytes())
         kept = spark.read.parquet(str(cached / "side")).select(
-            "trace", F.lit(None).cast("long").alias("_block"),
+            "tid", F.lit(None).cast("long").alias("_block"),
             F.lit(None).cast("long").alias("_rid"), F.lit(False).alias("_bad"),
             *TRACE_SCHEMA.fieldNames())
         return _loaded(spark, spark.read.parquet(str(cached / "events")), kept,
@@ -530,27 +550,33 @@ def load_traces(
 
     n = partitions or _default_partitions(spark)
     local = [f for f in files if "://" not in f] if native and not careful else []
-    scanned, audits = native_scan(spark, local, n) if local else (None, [])
+    # each trace's id: the local files in order, then the traces the JVM found, in order
+    ids = {f: i for i, f in enumerate(local)}
+    scanned, audits = native_scan(spark, local, n, ids) if local else (None, [])
     native_files = set(local)
     rest = [f for f in files if f not in native_files]
     audit = audit_text(read_text(spark, rest)) if rest else None
     audits += audit.files if audit is not None else []
+    for a in sorted(audits, key=lambda a: a.trace):
+        ids.setdefault(a.trace, len(ids))
+    id_rows = spark.createDataFrame(sorted(ids.items(), key=lambda kv: kv[1]),
+                                    "trace string, tid int")
     clean = [] if careful else [a for a in audits if a.clean]
     slow = sorted({a.trace for a in audits} - {a.trace for a in clean})
-    sizes: list[list[Any]] = [[a.trace, a.lines, a.end_us] for a in clean]
+    sizes: list[list[Any]] = [[ids[a.trace], a.trace, a.lines, a.end_us] for a in clean]
     hots: list[DataFrame] = []
     sides: list[DataFrame] = []
     # a file the scan found not clean may have sent rows before it knew: they are dropped
-    unclean = sorted(native_files & set(slow))
-    wanted = ~F.col("trace").isin(*unclean) if unclean else F.lit(True)
+    unclean = sorted(ids[t] for t in native_files & set(slow))
+    wanted = ~F.col("tid").isin(*unclean) if unclean else F.lit(True)
     if scanned is not None:
         sides.append(scanned.where((F.col("_kind") == scan.SIDE) & wanted).select(
-            "trace", F.lit(0).cast("long").alias("_block"),
+            "tid", F.lit(0).cast("long").alias("_block"),
             (F.col("_line") - 1).alias("_rid"), "_raw"))
     uri_clean = [a.trace for a in clean if a.trace not in native_files]
     if audit is not None and uri_clean:
-        hots.append(read_hot(spark, uri_clean))
-        sides.append(audit_side(audit, slow))
+        hots.append(_tids(read_hot(spark, uri_clean), id_rows))
+        sides.append(_tids(audit_side(audit, slow), id_rows))
     problems: list[BadLine] = []
     flagged: DataFrame | None = None
     if slow:
@@ -561,15 +587,19 @@ def load_traces(
         if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
             problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
         good = flagged.where(F.col("_problem").isNull() & ~F.col("trace").isin(*skipped))
-        hots.append(good.where(F.col("event").isin(*HOT_EVENTS)).select(*EVENT_COLUMNS))
-        sides.append(good.where(F.col("_raw").isNotNull()).select("trace", "_block", "_rid",
-                                                                  "_raw"))
-        sizes += [[r["trace"], int(r["good"]), r["end_us"]] for r in summary
+        hots.append(_tids(good.where(F.col("event").isin(*HOT_EVENTS)).select(*_PATH_COLUMNS),
+                          id_rows))
+        sides.append(_tids(good.where(F.col("_raw").isNotNull()).select(
+            "trace", "_block", "_rid", "_raw"), id_rows))
+        sizes += [[ids[r["trace"]], r["trace"], int(r["good"]), r["end_us"]] for r in summary
                   if r["trace"] not in skipped]
     starts = {**(audit.starts if audit is not None else {}),
               **{(a.trace, 0): (0, 0) for a in clean if a.trace in native_files}}
 
-    def locate(bad: list[_Located]) -> list[BadLine]:
+    names = {i: t for t, i in ids.items()}
+
+    def locate(by_id: list[_LocatedById]) -> list[BadLine]:
+        bad = [(names[t], block, rid, problem, text) for t, block, rid, problem, text in by_id]
         mine = [b for b in bad if b[0] not in slow]
         others = [b for b in bad if b[0] in slow]
         return _number(starts, mine) + (
@@ -588,7 +618,7 @@ def load_traces(
     problems = [replace(p, problem=f"{p.problem}; {hint}")
                 if p.action == TRACE_SKIPPED and p.trace in jvm_read
                 and (hint := _misnamed(spark, p.trace)) else p for p in problems]
-    sizes.sort(key=lambda s: str(s[0]))
+    sizes.sort(key=lambda s: str(s[1]))
     side = (_union(sides) if sides else spark.createDataFrame([], _SIDE_TEXT))
     ready = (scanned.where((F.col("_kind") == scan.HOT) & wanted).select(*EVENT_COLUMNS)
              if scanned is not None else None)
@@ -614,22 +644,30 @@ def _union(dfs: Sequence[DataFrame]) -> DataFrame:
     return out
 
 
-def native_scan(spark: SparkSession, files: Sequence[str], partitions: int
-                ) -> tuple[DataFrame, list[FileAudit]]:
+def _tids(df: DataFrame, ids: DataFrame) -> DataFrame:
+    """``df`` with its ``trace`` column (a path) replaced, in place, by that trace's ``tid``
+    (``ids``: trace, tid; small, broadcast)."""
+    return df.join(F.broadcast(ids), "trace").select(
+        *[F.col("tid") if c == "trace" else F.col(c) for c in df.columns])
+
+
+def native_scan(spark: SparkSession, files: Sequence[str], partitions: int,
+                ids: dict[str, int]) -> tuple[DataFrame, list[FileAudit]]:
     """The local ``files`` read by ``scan.scan_files`` in Spark's Python workers (one file per
     task, largest first): the clean files' hot rows, side lines and every file's summary,
     hash-partitioned by ``PARTITION_KEY`` and persisted; and a ``FileAudit`` per file (a file
     pyarrow could not read as the writer's is not clean)."""
     by_size = sorted(files, key=lambda f: (-_size(f), f))
-    paths = spark.createDataFrame([(f, f) for f in by_size], "path string, trace string")
+    paths = spark.createDataFrame([(f, ids[f]) for f in by_size], "path string, tid int")
     rows = paths.repartition(max(1, min(len(files), _MAX_SCAN_TASKS))).mapInArrow(
         scan.scan_files, scan.SCAN_DDL)
     native = partition_events(rows, partitions).persist(LEVEL)
     audits = []
-    for r in native.where(F.col("_kind") == scan.SUMMARY).select("trace", "_raw").collect():
+    names = {i: f for f, i in ids.items()}
+    for r in native.where(F.col("_kind") == scan.SUMMARY).select("tid", "_raw").collect():
         facts = orjson.loads(r["_raw"])
-        audit = FileAudit(trace=r["trace"], lines=int(facts["lines"]), bad=int(facts["bad"]),
-                          end_us=facts["end_us"], first=facts["first"],
+        audit = FileAudit(trace=names[int(r["tid"])], lines=int(facts["lines"]),
+                          bad=int(facts["bad"]), end_us=facts["end_us"], first=facts["first"],
                           has_end=bool(facts["has_end"]))
         if not facts["ok"]:  # cut, or not of the writer's types: not clean
             audit = replace(audit, first=None)
@@ -648,7 +686,7 @@ def _size(path: str) -> int:
 def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
             problems: list[BadLine], files: list[str], sizes: list[list[Any]], *,
             partitions: int | None,
-            locate: Callable[[list[_Located]], list[BadLine]] | None = None,
+            locate: Callable[[list[_LocatedById]], list[BadLine]] | None = None,
             ready: DataFrame | None = None, extra: tuple[DataFrame, ...] = (),
             keep: tuple[DataFrame, ...] = ()) -> Loaded:
     """``Loaded`` around the ``hot`` rows (partitioned and persisted) plus the ``ready`` ones
@@ -667,8 +705,8 @@ def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
     assert events is not None
     side_all = partition_events(side, n).persist(LEVEL)
     if locate is not None:
-        wrong = side_all.where("_bad").select("trace", "_block", "_rid").collect()
-        problems = [*problems, *locate([(r["trace"], r["_block"], r["_rid"], _CORRUPT, "")
+        wrong = side_all.where("_bad").select("tid", "_block", "_rid").collect()
+        problems = [*problems, *locate([(int(r["tid"]), r["_block"], r["_rid"], _CORRUPT, "")
                                         for r in wrong])]
     if extra:
         events.count()
@@ -868,7 +906,7 @@ def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = 
     if cache_dir is None:
         return None
     h = hashlib.sha256()
-    h.update(b"schema-v5\n")  # the cached columns and side lines: bump when they change
+    h.update(b"schema-v6\n")  # the cached columns and side lines: bump when they change
     h.update(b"careful\n" if careful else b"")
     for f in files:
         p = Path(f)

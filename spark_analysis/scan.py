@@ -69,19 +69,19 @@ _HOT_ARROW: Final = pa.schema([
 ])
 #: ``load.EVENT_COLUMNS`` with their Arrow types, then the scan's own columns.
 SCAN_SCHEMA: Final = pa.schema([
-    ("trace", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("tid", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),
     ("seq", pa.int64()), ("ts_us", pa.int64()), ("event", pa.string()),
     ("replica", pa.int32()), ("old_n", pa.int64()), ("new_n", pa.int64()),
     ("role", pa.string()), ("reason", pa.string()), ("value", pa.string()),
-    ("producer", pa.string()), ("acks", pa.string()), ("offset", pa.int64()),
+    ("producer", pa.int64()), ("acks", pa.string()), ("offset", pa.int64()),
     ("hw", pa.int64()), ("group", pa.string()), ("consumer", pa.string()),
     ("_kind", pa.int8()), ("_line", pa.int64()), ("_raw", pa.string()),
 ])
 #: ``SCAN_SCHEMA`` as Spark DDL (for ``mapInArrow``).
 SCAN_DDL: Final = (
-    "trace string, topic string, partition int, seq bigint, ts_us bigint, event string, "
+    "tid int, topic string, partition int, seq bigint, ts_us bigint, event string, "
     "replica int, old_n bigint, new_n bigint, role string, reason string, value string, "
-    "producer string, acks string, offset bigint, hw bigint, group string, consumer string, "
+    "producer bigint, acks string, offset bigint, hw bigint, group string, consumer string, "
     "_kind tinyint, _line bigint, _raw string")
 HOT, SIDE, SUMMARY = 0, 1, 2
 
@@ -150,13 +150,13 @@ def read_lines(path: str) -> tuple[list[bytes], str | None]:
     return lines, (broke[0] if broke else None)
 
 
-def _summary(trace: str, **facts: Any) -> pa.RecordBatch:
-    return _batch(trace, SUMMARY, None, [orjson.dumps(facts).decode()], 1)
+def _summary(tid: int, **facts: Any) -> pa.RecordBatch:
+    return _batch(tid, SUMMARY, None, [orjson.dumps(facts).decode()], 1)
 
 
-def _batch(trace: str, kind: int, line_no: list[int] | None, raw: list[str] | None,
+def _batch(tid: int, kind: int, line_no: list[int] | None, raw: list[str] | None,
            n: int, hot: pa.RecordBatch | None = None) -> pa.RecordBatch:
-    cols: dict[str, Any] = {"trace": pa.repeat(pa.scalar(trace, pa.string()), n),
+    cols: dict[str, Any] = {"tid": pa.repeat(pa.scalar(tid, pa.int32()), n),
                             "_kind": pa.repeat(pa.scalar(kind, pa.int8()), n)}
     if line_no is not None:
         cols["_line"] = pa.array(line_no, pa.int64())
@@ -165,9 +165,9 @@ def _batch(trace: str, kind: int, line_no: list[int] | None, raw: list[str] | No
     if hot is not None:
         is_hw = pc.equal(hot["event"], "hw_update")
         for name in ("topic", "partition", "seq", "ts_us", "event", "replica", "role",
-                     "reason", "value", "acks", "offset", "hw", "group", "consumer"):
+                     "reason", "value", "producer", "acks", "offset", "hw", "group",
+                     "consumer"):
             cols[name] = hot[name]
-        cols["producer"] = pc.cast(hot["producer"], pa.string())
         cols["old_n"] = pc.if_else(is_hw, hot["old"], pa.scalar(None, pa.int64()))
         cols["new_n"] = pc.if_else(is_hw, hot["new"], pa.scalar(None, pa.int64()))
     return pa.RecordBatch.from_arrays(
@@ -256,7 +256,7 @@ def _check_end(last: bytes, prior: str, lines_n: int) -> None:
         raise _Unclean("run_end's sha256 or events do not match the lines before it")
 
 
-def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
+def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
     """The batches of one file, a block of lines at a time, then its summary (see the module
     notes). Rows go out as they are read, so a file's rows never all sit in memory; a file
     found not clean later (a digest that does not match, no ``run_end``) has rows out
@@ -310,16 +310,16 @@ def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
                     digest.update(memoryview(region)[:last_start])
                     end_us = max(end_us, block.top)
                     if raw:
-                        yield _batch(trace, SIDE, [lines_n + 1 + i for i in side_at], raw,
+                        yield _batch(tid, SIDE, [lines_n + 1 + i for i in side_at], raw,
                                      len(raw))
                     # one batch per block the reader parsed (4 MiB): a string column of a
                     # batch stays far below Arrow's 2 GiB, however large the trace
                     for chunk in hot.to_batches() if hot is not None else ():
-                        yield _batch(trace, HOT, None, None, chunk.num_rows, chunk)
+                        yield _batch(tid, HOT, None, None, chunk.num_rows, chunk)
             pending = bytes(region[last_start:])
             lines_n += region.count(b"\n")
     except OSError as exc:  # unreadable: no line (load reports it as such)
-        yield _summary(trace, lines=0, bad=0, end_us=None, first=None, has_end=False,
+        yield _summary(tid, lines=0, bad=0, end_us=None, first=None, has_end=False,
                        ok=False, error=str(exc))
         return
     last = pending[:-1]
@@ -331,14 +331,15 @@ def scan_file(path: str, trace: str) -> Iterator[pa.RecordBatch]:
             _check_end(last, digest.hexdigest(), lines_n)
         except _Unclean as exc:
             error = str(exc)
-    yield _summary(trace, lines=lines_n, bad=0, end_us=end_us if end_us >= 0 else None,
+    yield _summary(tid, lines=lines_n, bad=0, end_us=end_us if end_us >= 0 else None,
                    first=first.decode("utf-8", "replace") if first is not None else None,
                    has_end=has_end, ok=error is None, error=error)
 
 
 def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` function: rows (path, trace) in, ``SCAN_SCHEMA`` batches out."""
+    """``mapInArrow`` function: rows (path, tid: the trace's id in ``load``) in,
+    ``SCAN_SCHEMA`` batches out."""
     for batch in batches:
-        for path, trace in zip(batch.column("path").to_pylist(),
-                               batch.column("trace").to_pylist(), strict=True):
-            yield from scan_file(path, trace)
+        for path, tid in zip(batch.column("path").to_pylist(),
+                             batch.column("tid").to_pylist(), strict=True):
+            yield from scan_file(path, tid)

@@ -87,7 +87,7 @@ def test_load_reports_the_same_problems_and_keeps_only_good_rows(spark: SparkSes
         hot = [(str(bad_run.paths[k]), sum(1 for e in iter_events_lenient(bad_run.paths[k])
                                            if e["event"] in HOT_EVENTS))
                for k in ("ok", "damaged", "cut")]
-        assertDataFrameEqual(loaded.events.groupBy("trace").count(),
+        assertDataFrameEqual(loaded.named(loaded.events).groupBy("trace").count(),
                              spark.createDataFrame(hot, "trace string, count long"),
                              checkRowOrder=False)
         assert [str(p) for p in loaded.problems] == [
