@@ -680,7 +680,7 @@ class Analysis:
         return self._divergence
 
     def parts(self) -> list[DataFrame]:
-        """DataFrames of (trace, topic, partition, anomaly, n), one per family."""
+        """DataFrames of (tid, topic, partition, anomaly, n), one per family."""
         side = self.data.side
 
         def count(df: DataFrame, name: str) -> DataFrame:

@@ -32,14 +32,23 @@ What is kept (``Loaded``):
 
 * ``events``: the ``HOT_EVENTS`` lines (produce_send, produce_ack, consume, hw_update: the
   only ones the record and order passes read) as ``EVENT_COLUMNS``, hash-partitioned by
-  ``PARTITION_KEY`` = (trace, topic, partition) and kept in memory as columns
+  ``PARTITION_KEY`` = (tid, topic, partition) and kept in memory as columns
   (``MEMORY_AND_DISK_DESER``); ``leo_update`` (a fifth of a trace) and the rest are
   counted, not kept;
 * ``side``: the ``SIDE_EVENTS`` lines (run_start, final_log, leadership, ISR, ...) parsed
   with the full ``TRACE_SCHEMA``, partitioned the same way (so a union of rows of both
   keeps the partitioning) and persisted on their own: the big, rarely read columns never
   travel with the bulk rows;
-* ``traces``: per analysed trace, ``events`` (good lines) and ``end_us`` (largest ``ts_us``).
+* ``traces``: per analysed trace, ``tid``, ``trace`` (its path), ``events`` (good lines) and
+  ``end_us`` (largest ``ts_us``).
+
+Rows name their trace by ``tid``, a small integer (the local files in order, then the traces
+the JVM found, in order; each load its own), never by the path: a 60-byte path in every row
+was most of what every sort of the analyses compared, its first bytes alike in every row.
+The JVM paths read the path (``_metadata.file_path``) and swap it for the id through a
+broadcast join (``_tids``) before the shuffle; the native scan is handed the id with the
+file. ``Loaded.named`` swaps it back for a view. ``producer`` is an integer (the writer's
+type: the producer's index), so the record aggregates keep fixed-width buffers.
 
 ``old`` / ``new`` are integers in ``hw_update`` but broker lists in ``isr_change``: they are
 read as ``StringType`` (Spark keeps the raw JSON text of a non-string value in a string

@@ -18,7 +18,8 @@ files runs ``scan_files`` (``DataFrame.mapInArrow``); for each file it
   line's crc is computed here, and nothing is done line by line in Python.
 
 It yields Arrow batches of ``SCAN_SCHEMA`` as it reads, a block of lines at a time (a
-file's rows never all sit in memory): the hot rows (``_kind`` 0), the side lines (1), and
+file's rows never all sit in memory), each row carrying the file's ``tid`` (the integer
+``load`` gave the trace, not its path): the hot rows (``_kind`` 0), the side lines (1), and
 last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok,
 error; ``bad`` is 0 here: the careful path counts the lines whose crc fails).
 Rows are sent while the file still looks *clean* (line 1 a schema-1 ``run_start``, every
