@@ -12,10 +12,11 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 from tracebuild import catalogue
 
 from spark_analysis import scan
-from spark_analysis.load import HOT_EVENTS, SIDE_EVENTS
+from spark_analysis.load import HOT_EVENTS, SIDE_EVENTS, scan_input
 from spark_analysis.scan import HOT, SIDE, SUMMARY, read_lines, scan_file
 from traces.integrity import seal
 
@@ -122,3 +123,17 @@ def test_small_blocks_and_gzip_members_give_the_same_lines_and_rows(
         order = [("_kind", "ascending"), ("seq", "ascending"), ("_line", "ascending")]
         assert (table.sort_by(order).combine_chunks()
                 .equals(whole.sort_by(order).combine_chunks()))
+
+
+def test_each_file_gets_a_scan_task_of_its_own_largest_first(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Two files must not share a task while a core idles (a round-robin repartition placed
+    both of two files in one task)."""
+    files = []
+    for i in range(5):
+        f = tmp_path / f"t{i}.jsonl"
+        f.write_bytes(b"x" * (100 * (i + 1)))
+        files.append(str(f))
+    df = scan_input(spark, files, {f: i for i, f in enumerate(files)})
+    per_task = df.rdd.glom().map(lambda rows: [r["tid"] for r in rows]).collect()
+    assert per_task == [[4], [3], [2], [1], [0]]
