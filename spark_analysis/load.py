@@ -259,10 +259,8 @@ class Loaded:
 
     def named(self, df: DataFrame) -> DataFrame:
         """``df`` with its ``tid`` column replaced, in place, by ``trace`` (the path): what a
-        view shows. ``traces`` is small: broadcast."""
-        paths = F.broadcast(self.traces.select("tid", "trace"))
-        return df.join(paths, "tid").select(
-            *[F.col("trace") if c == "tid" else F.col(c) for c in df.columns])
+        view shows."""
+        return swap_key(df, self.traces, "tid", "trace")
 
     def paths(self) -> dict[int, str]:
         """tid → the trace's path (collected from ``traces``)."""
@@ -661,9 +659,15 @@ def _union(dfs: Sequence[DataFrame]) -> DataFrame:
 
 def _tids(df: DataFrame, ids: DataFrame) -> DataFrame:
     """``df`` with its ``trace`` column (a path) replaced, in place, by that trace's ``tid``
-    (``ids``: trace, tid; small, broadcast)."""
-    return df.join(F.broadcast(ids), "trace").select(
-        *[F.col("tid") if c == "trace" else F.col(c) for c in df.columns])
+    (``ids``: trace, tid)."""
+    return swap_key(df, ids, "trace", "tid")
+
+
+def swap_key(df: DataFrame, table: DataFrame, have: str, want: str) -> DataFrame:
+    """``df`` with its column ``have`` replaced, in place, by ``want``, looked up in ``table``
+    (one row per ``have``; small: broadcast, so ``df`` keeps its partitions)."""
+    return df.join(F.broadcast(table.select(have, want)), have).select(
+        *[F.col(want) if c == have else F.col(c) for c in df.columns])
 
 
 def scan_input(spark: SparkSession, files: Sequence[str], ids: dict[str, int]) -> DataFrame:
