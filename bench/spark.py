@@ -18,6 +18,12 @@ Each size runs in a fresh Python process (a new JVM: *cold*), which makes
 * ``parquet write`` / ``warm parquet``: a pass that also writes the Parquet cache
   (``--cache``), then a pass that reads it instead of the JSON.
 
+Each pass prints its wall seconds and its CPU seconds: of the driver JVM and every process
+below it (Spark's Python workers) and of this process (``tree_cpu``). On this shared VM the
+wall time of one pass wanders by 20–40 % within a day, and the machine itself was half as
+fast on 2026-11-27 as on 2026-11-24 (the same commit, the same corpus: see the README);
+CPU seconds are the steadier figure to compare code by, wall seconds what a user waits.
+
 "All analyses" is what ``isrlab analyze --out`` computes: the anomaly table (every family),
 per-trace meta and the wide table, the roll-ups by knob, and the report views (HW
 regressions, ISR churn per minute, partition health, top churning replicas, log divergence),
@@ -187,6 +193,32 @@ def print_stages(log_dir: str, min_seconds: float = 1.0) -> None:
               f"{run:7.1f}  {shw:6d}/{shr:<6d}    {max(times):5.1f}/{min(times):.1f}")
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and every process below it
+    (the driver JVM, its Python daemon and workers), from ``/proc``. A machine whose speed
+    wanders from day to day changes this less than the wall time of a pass, which also waits
+    for whatever else the host runs; a worker that exits takes its share with it (Spark keeps
+    them, ``spark.python.worker.reuse``)."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        child = int(stat.parent.name)
+        parent[child], ticks[child] = int(fields[1]), int(fields[11]) + int(fields[12])
+    below, todo = {pid}, [pid]
+    while todo:
+        p = todo.pop()
+        for c, pp in parent.items():
+            if pp == p and c not in below:
+                below.add(c)
+                todo.append(c)
+    return sum(ticks.get(p, 0) for p in below) / os.sysconf("SC_CLK_TCK")
+
+
 def one_size(size: int, parquet: bool, profile: bool, stages: bool = False) -> None:
     """The measurements of one size, in this (fresh) process."""
     from spark_analysis.session import build_session, code_cache
@@ -204,13 +236,18 @@ def one_size(size: int, parquet: bool, profile: bool, stages: bool = False) -> N
     spark.range(1).count()
     print(f"[{label}] session start + first job: {time.perf_counter() - t0:.1f} s", flush=True)
 
+    gateway: Any = spark.sparkContext._jvm
+    jvm = int(gateway.java.lang.ProcessHandle.current().pid())
+
     def timed(name: str, **kw: Any) -> None:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), tree_cpu(jvm) + time.process_time()
         n = all_analyses(spark, files, profile=profile, label=name, **kw)
         dt = time.perf_counter() - t
+        cpu = tree_cpu(jvm) + time.process_time() - cpu
         cc = code_cache(spark)  # the JIT's code cache must not near its wall (issue 24)
-        print(f"[{label}] {name:14s} {dt:7.1f} s  {n / dt:>10,.0f} events/s   code cache "
-              f"{cc.used >> 20} MiB (peak {cc.peak >> 20} of {cc.reserved >> 20})", flush=True)
+        print(f"[{label}] {name:14s} {dt:7.1f} s  {n / dt:>10,.0f} events/s  {cpu:6.1f} CPU s"
+              f"   code cache {cc.used >> 20} MiB (peak {cc.peak >> 20} of "
+              f"{cc.reserved >> 20})", flush=True)
 
     timed("cold json")
     timed("warm json")
