@@ -199,24 +199,23 @@ def tree_cpu(pid: int) -> float:
     wanders from day to day changes this less than the wall time of a pass, which also waits
     for whatever else the host runs; a worker that exits takes its share with it (Spark keeps
     them, ``spark.python.worker.reuse``)."""
-    parent: dict[int, int] = {}
+    children: dict[int, list[int]] = {}
     ticks: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
-        except OSError:
+        except OSError:  # the process ended while we looked
             continue
-        fields = text[text.rindex(")") + 2:].split()
-        child = int(stat.parent.name)
-        parent[child], ticks[child] = int(fields[1]), int(fields[11]) + int(fields[12])
-    below, todo = {pid}, [pid]
+        fields = text[text.rindex(")") + 2:].split()  # after "(comm)": state, ppid, ...
+        me = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(me)
+        ticks[me] = int(fields[11]) + int(fields[12])  # utime + stime
+    total, todo = 0, [pid]
     while todo:
         p = todo.pop()
-        for c, pp in parent.items():
-            if pp == p and c not in below:
-                below.add(c)
-                todo.append(c)
-    return sum(ticks.get(p, 0) for p in below) / os.sysconf("SC_CLK_TCK")
+        total += ticks.get(p, 0)
+        todo += children.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def one_size(size: int, parquet: bool, profile: bool, stages: bool = False) -> None:
