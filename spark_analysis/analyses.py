@@ -59,6 +59,7 @@ under-replicated, top churning replicas, roll-ups by knob) are for reports and c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
@@ -655,6 +656,7 @@ class Analysis:
         self._findings: DataFrame | None = None
         self._divergence: DataFrame | None = None
         self._table: DataFrame | None = None
+        self._family_rows: list[list[tuple[Any, ...]]] | None = None
         self._meta: DataFrame | None = None
         self._wide: DataFrame | None = None
 
@@ -701,18 +703,29 @@ class Analysis:
             count(outside_assignment(side), "outside_assignment"),
         ]
 
+    def families(self) -> Iterator[list[tuple[Any, ...]]]:
+        """Each family's rows (tid, topic, partition, anomaly, n), collected once, as each
+        is collected (a caller may time them: ``bench/spark.py --profile``)."""
+        if self._family_rows is None:
+            done = []
+            for part in self.parts():
+                done.append([tuple(r) for r in part.collect()])
+                yield done[-1]
+            self._family_rows = done
+        else:
+            yield from self._family_rows
+
     def table(self) -> DataFrame:
         """(trace, topic, partition, anomaly, n): the checker's counts per partition.
 
         ``n`` is a count, except ``under_min_isr`` where it is microseconds (convert the
         per-trace sum with // 1000, as the checker does). Each family is collected on its own
-        (one union of all of them makes a plan whose code generation dominates) and the small
-        result is rebuilt as a local DataFrame.
+        (``families``: one union of all of them makes a plan whose code generation
+        dominates) and the small result is rebuilt as a local DataFrame.
         """
         if self._table is None:
             paths = self.data.paths()
-            rows = [(paths[r["tid"]], *tuple(r)[1:]) for part in self.parts()
-                    for r in part.collect()]
+            rows = [(paths[r[0]], *r[1:]) for rows in self.families() for r in rows]
             self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
         return self._table
 

@@ -1,0 +1,58 @@
+"""``Analysis.families``: each anomaly family is collected once, and the table is built from
+what was collected (``bench/spark.py --profile`` times the families one by one and then
+builds the table; before, the table collected every family a second time).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from tracebuild import catalogue
+
+from spark_analysis import analyses as A
+from spark_analysis.load import load_traces
+from traces.checker import check_file
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_table_is_built_from_the_families_collected_without_another_job(
+        spark: SparkSession, tmp_path: Path) -> None:
+    trace = catalogue()["lost_acks_all"].write(tmp_path / "lost.jsonl")
+    loaded = load_traces(spark, [str(trace)])
+    sc = spark.sparkContext
+
+    def jobs(group: str, analysis: A.Analysis) -> tuple[list[Any], int]:
+        sc.setJobGroup(group, "isrlab test")
+        try:
+            table = analysis.table().collect()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        return table, len(sc.statusTracker().getJobIdsForGroup(group))
+
+    fresh, kept = A.Analysis(loaded), A.Analysis(loaded)
+    try:
+        families = list(kept.families())
+        assert len(families) == len(kept.parts()) >= 8
+        table, after = jobs("isrlab-table-after-families", kept)
+        assert list(kept.families()) == families  # kept, not collected again
+        cold_table, cold = jobs("isrlab-table-cold", fresh)
+    finally:
+        for analysis in (fresh, kept):
+            analysis.unpersist()
+        loaded.unpersist()
+    # the table of a fresh analysis collects every family; after ``families``, none: only
+    # the small jobs of building the table itself (the same in both) remain
+    assert after < len(families) <= cold - after
+    assert sorted(map(tuple, table)) == sorted(map(tuple, cold_table))
+    rows = sorted((r["anomaly"], r["n"]) for r in table if r["n"])
+    assert rows == sorted((tuple(f)[3], tuple(f)[4]) for fam in families for f in fam if f[4])
+    assert all(r["trace"] == str(trace) for r in table)
+    # the families' counts are the checker's (the agreement tests hold every family so)
+    expected = {k: v for k, v in check_file(trace).anomalies.items() if v}
+    assert expected["lost_acked_write"] > 0
+    got = {r["anomaly"]: r["n"] for r in table if r["n"]}
+    assert got["lost_acked_write"] == expected["lost_acked_write"]
