@@ -21,8 +21,9 @@ Each size runs in a fresh Python process (a new JVM: *cold*), which makes
 Each pass prints its wall seconds and its CPU seconds: of the driver JVM and every process
 below it (Spark's Python workers) and of this process (``tree_cpu``). On this shared VM the
 wall time of one pass wanders by 20–40 % within a day, and the machine itself was half as
-fast on 2026-11-27 as on 2026-11-24 (the same commit, the same corpus: see the README);
-CPU seconds are the steadier figure to compare code by, wall seconds what a user waits.
+fast on 2026-11-27 as on 2026-11-24 (the same commit, the same corpus: see
+``docs/performance.md``); CPU seconds are the steadier figure to compare code by, wall
+seconds what a user waits.
 
 "All analyses" is what ``isrlab analyze --out`` computes: the anomaly table (every family),
 per-trace meta and the wide table, the roll-ups by knob, and the report views (HW
