@@ -130,12 +130,13 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
     try:
         if profile:
             print(f"    load:        {time.perf_counter() - t0:6.2f} s", flush=True)
+            names = iter([*A.Analysis.FAMILIES, "-"])
             t = time.perf_counter()
-            step("family 0")
-            for i, _ in enumerate(analysis.families()):  # each collected once, kept
-                print(f"    family {i:2d}:   {time.perf_counter() - t:6.2f} s", flush=True)
+            step(f"family {next(names)}")
+            for name, _ in analysis.families():  # each collected once, kept
+                print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
                 t = time.perf_counter()
-                step(f"family {i + 1}")
+                step(f"family {next(names)}")
         t = time.perf_counter()
         step("table+wide")
         rows = analysis.wide().collect()

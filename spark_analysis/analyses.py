@@ -656,7 +656,7 @@ class Analysis:
         self._findings: DataFrame | None = None
         self._divergence: DataFrame | None = None
         self._table: DataFrame | None = None
-        self._family_rows: list[list[tuple[Any, ...]]] | None = None
+        self._family_rows: list[tuple[str, list[tuple[Any, ...]]]] | None = None
         self._meta: DataFrame | None = None
         self._wide: DataFrame | None = None
 
@@ -681,8 +681,14 @@ class Analysis:
             self._divergence = log_divergence(self.data.side).persist()
         return self._divergence
 
-    def parts(self) -> list[DataFrame]:
-        """DataFrames of (tid, topic, partition, anomaly, n), one per family."""
+    #: The anomaly families, in the order ``parts`` builds and ``families`` collects them.
+    FAMILIES: Final = ("record", "order", "log_divergence", "no_convergence", "isr_churn",
+                       "under_min_isr", "lost_committed_offset", "outside_assignment")
+
+    def parts(self) -> dict[str, DataFrame]:
+        """DataFrames of (tid, topic, partition, anomaly, n), one per family, by its name
+        (``FAMILIES``: ``record`` and ``order`` give several anomalies each, the others
+        one)."""
         side = self.data.side
 
         def count(df: DataFrame, name: str) -> DataFrame:
@@ -690,26 +696,28 @@ class Analysis:
                 *K, F.lit(name).alias("anomaly"), "n")
 
         source = self.source()
-        return [
-            record_counts(record_verdicts(self.data, source)),
-            order_counts(self.findings()),
-            count(self.divergence(), "log_divergence"),
-            count(source.where(F.col("offline") | F.col("not_converged")), "no_convergence"),
-            count(isr_transitions(side).where("churn"), "isr_churn"),
-            isr_intervals(self.data).where("under_min_isr").groupBy(*K)
+        return {
+            "record": record_counts(record_verdicts(self.data, source)),
+            "order": order_counts(self.findings()),
+            "log_divergence": count(self.divergence(), "log_divergence"),
+            "no_convergence": count(source.where(F.col("offline") | F.col("not_converged")),
+                                    "no_convergence"),
+            "isr_churn": count(isr_transitions(side).where("churn"), "isr_churn"),
+            "under_min_isr": isr_intervals(self.data).where("under_min_isr").groupBy(*K)
             .agg(F.sum("duration_us").alias("n"))
             .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
-            count(lost_committed_offsets(side), "lost_committed_offset"),
-            count(outside_assignment(side), "outside_assignment"),
-        ]
+            "lost_committed_offset": count(lost_committed_offsets(side),
+                                           "lost_committed_offset"),
+            "outside_assignment": count(outside_assignment(side), "outside_assignment"),
+        }
 
-    def families(self) -> Iterator[list[tuple[Any, ...]]]:
-        """Each family's rows (tid, topic, partition, anomaly, n), collected once, as each
-        is collected (a caller may time them: ``bench/spark.py --profile``)."""
+    def families(self) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        """Each family's name and rows (tid, topic, partition, anomaly, n), collected once,
+        as each is collected (a caller may time them: ``bench/spark.py --profile``)."""
         if self._family_rows is None:
             done = []
-            for part in self.parts():
-                done.append([tuple(r) for r in part.collect()])
+            for name, part in self.parts().items():
+                done.append((name, [tuple(r) for r in part.collect()]))
                 yield done[-1]
             self._family_rows = done
         else:
@@ -725,7 +733,7 @@ class Analysis:
         """
         if self._table is None:
             paths = self.data.paths()
-            rows = [(paths[r[0]], *r[1:]) for rows in self.families() for r in rows]
+            rows = [(paths[r[0]], *r[1:]) for _, rows in self.families() for r in rows]
             self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
         return self._table
 
