@@ -130,13 +130,11 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
     try:
         if profile:
             print(f"    load:        {time.perf_counter() - t0:6.2f} s", flush=True)
-            names = iter([*A.Analysis.FAMILIES, "-"])
             t = time.perf_counter()
-            step(f"family {next(names)}")
-            for name, _ in analysis.families():  # each collected once, kept
+            # each family collected once and kept (the table below reuses the rows)
+            for name, _ in analysis.families(on_start=lambda n: step(f"family {n}")):
                 print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
                 t = time.perf_counter()
-                step(f"family {next(names)}")
         t = time.perf_counter()
         step("table+wide")
         rows = analysis.wide().collect()
@@ -238,8 +236,8 @@ def one_size(size: int, parquet: bool, profile: bool, stages: bool = False) -> N
     spark.range(1).count()
     print(f"[{label}] session start + first job: {time.perf_counter() - t0:.1f} s", flush=True)
 
-    gateway: Any = spark.sparkContext._jvm
-    jvm = int(gateway.java.lang.ProcessHandle.current().pid())
+    view: Any = spark.sparkContext._jvm
+    jvm = int(view.java.lang.ProcessHandle.current().pid())
 
     def timed(name: str, **kw: Any) -> None:
         t, cpu = time.perf_counter(), tree_cpu(jvm) + time.process_time()

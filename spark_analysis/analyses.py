@@ -59,7 +59,7 @@ under-replicated, top churning replicas, roll-ups by knob) are for reports and c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
@@ -681,14 +681,9 @@ class Analysis:
             self._divergence = log_divergence(self.data.side).persist()
         return self._divergence
 
-    #: The anomaly families, in the order ``parts`` builds and ``families`` collects them.
-    FAMILIES: Final = ("record", "order", "log_divergence", "no_convergence", "isr_churn",
-                       "under_min_isr", "lost_committed_offset", "outside_assignment")
-
     def parts(self) -> dict[str, DataFrame]:
         """DataFrames of (tid, topic, partition, anomaly, n), one per family, by its name
-        (``FAMILIES``: ``record`` and ``order`` give several anomalies each, the others
-        one)."""
+        (``record`` and ``order`` give several anomalies each, the others one)."""
         side = self.data.side
 
         def count(df: DataFrame, name: str) -> DataFrame:
@@ -711,12 +706,16 @@ class Analysis:
             "outside_assignment": count(outside_assignment(side), "outside_assignment"),
         }
 
-    def families(self) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    def families(self, on_start: Callable[[str], None] | None = None
+                 ) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         """Each family's name and rows (tid, topic, partition, anomaly, n), collected once,
-        as each is collected (a caller may time them: ``bench/spark.py --profile``)."""
+        as each is collected; ``on_start(name)`` just before a family is collected (a caller
+        may time and label them: ``bench/spark.py --profile``)."""
         if self._family_rows is None:
             done = []
             for name, part in self.parts().items():
+                if on_start is not None:
+                    on_start(name)
                 done.append((name, [tuple(r) for r in part.collect()]))
                 yield done[-1]
             self._family_rows = done
@@ -733,7 +732,7 @@ class Analysis:
         """
         if self._table is None:
             paths = self.data.paths()
-            rows = [(paths[r[0]], *r[1:]) for _, rows in self.families() for r in rows]
+            rows = [(paths[r[0]], *r[1:]) for _, fam in self.families() for r in fam]
             self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
         return self._table
 

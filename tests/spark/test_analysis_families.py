@@ -35,10 +35,14 @@ def test_the_table_is_built_from_the_families_collected_without_another_job(
 
     fresh, kept = A.Analysis(loaded), A.Analysis(loaded)
     try:
-        families = list(kept.families())
-        assert [name for name, _ in families] == list(kept.parts()) == list(A.Analysis.FAMILIES)
+        started: list[str] = []
+        families = list(kept.families(on_start=started.append))
+        assert [name for name, _ in families] == started == list(kept.parts()) == [
+            "record", "order", "log_divergence", "no_convergence", "isr_churn",
+            "under_min_isr", "lost_committed_offset", "outside_assignment"]
         table, after = jobs("isrlab-table-after-families", kept)
-        assert list(kept.families()) == families  # kept, not collected again
+        assert list(kept.families(on_start=started.append)) == families  # kept,
+        assert len(started) == len(families)  # not collected again
         cold_table, cold = jobs("isrlab-table-cold", fresh)
     finally:
         for analysis in (fresh, kept):
