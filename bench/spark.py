@@ -50,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,7 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
     step's jobs are described as ``label:step`` (what ``--stages`` groups by)."""
     from spark_analysis import analyses as A
     from spark_analysis.load import load_traces
+    from spark_analysis.side_by_side import JOBS_AT_ONCE, side_by_side
 
     def step(name: str) -> None:
         spark.sparkContext.setJobDescription(f"{label}:{name}")
@@ -133,7 +136,7 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
             t = time.perf_counter()
             step("family record")  # the final source, collected while the parts are built
             # each family collected once and kept (the table below reuses the rows)
-            for name, _ in analysis.families(on_start=lambda n: step(f"family {n}")):
+            for name, _ in analysis.families(on_start=lambda n: step(f"family {n}"), workers=1):
                 print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
                 t = time.perf_counter()
         t = time.perf_counter()
@@ -141,12 +144,20 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
         rows = analysis.wide().collect()
         if profile:
             print(f"    table+wide:  {time.perf_counter() - t:6.2f} s", flush=True)
-        for name, view in analysis.views().items():
+
+        def count(name: str, build: Callable[[], Any]) -> int:
             t = time.perf_counter()
             step(name)
-            view.count()
+            n: int = build().count()
             if profile:
                 print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
+            return n
+
+        # one at a time when profiling (each view's own seconds), as analyze does otherwise
+        views = [(name, partial(count, name, build))
+                 for name, build in analysis.view_builders().items()]
+        for _ in side_by_side(spark, views, workers=1 if profile else JOBS_AT_ONCE):
+            pass
         return sum(int(r["events"]) for r in rows)
     finally:
         spark.sparkContext.setJobDescription(None)

@@ -60,12 +60,14 @@ under-replicated, top churning replicas, roll-ups by knob) are for reports and c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.load import SCENARIO_SCHEMA, Loaded
+from spark_analysis.side_by_side import JOBS_AT_ONCE, side_by_side
 from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING, NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
@@ -644,10 +646,13 @@ class Analysis:
     """Every analysis of one ``Loaded``, each large pass computed once.
 
     ``table()`` runs the passes (record verdicts, order findings, divergence, and the small
-    ISR/source families), each collected on its own, and keeps the small results (the order
-    findings and divergent offsets are persisted; the final source and the table are local
-    DataFrames), so the views built afterwards (``views()``) re-read none of the events
-    except where a view needs them. ``unpersist()`` frees what it kept (not ``data``).
+    ISR/source families), each collected on its own, two at a time (``side_by_side``: they
+    share nothing), and keeps the small results (the order findings and divergent offsets
+    are persisted; the final source and the table are local DataFrames), so the views built
+    afterwards (``views()``, or ``view_builders()`` to build them in threads too) re-read
+    none of the events except where a view needs them. ``unpersist()`` frees what it kept
+    (not ``data``). Not for concurrent use by the caller: one thread drives an ``Analysis``,
+    which starts its own.
     """
 
     def __init__(self, data: Loaded) -> None:
@@ -681,9 +686,11 @@ class Analysis:
             self._divergence = log_divergence(self.data.side).persist()
         return self._divergence
 
-    def parts(self) -> dict[str, DataFrame]:
-        """DataFrames of (tid, topic, partition, anomaly, n), one per family, by its name
-        (``record`` and ``order`` give several anomalies each, the others one)."""
+    def builders(self) -> dict[str, Callable[[], DataFrame]]:
+        """How to build each family's DataFrame of (tid, topic, partition, anomaly, n), by its
+        name (``record`` and ``order`` give several anomalies each, the others one). Building
+        is itself work (thousands of Py4J calls), so ``families`` does it in the thread that
+        collects. The final source is collected here, once, for the two that read it."""
         side = self.data.side
 
         def count(df: DataFrame, name: str) -> DataFrame:
@@ -692,32 +699,43 @@ class Analysis:
 
         source = self.source()
         return {
-            "record": record_counts(record_verdicts(self.data, source)),
-            "order": order_counts(self.findings()),
-            "log_divergence": count(self.divergence(), "log_divergence"),
-            "no_convergence": count(source.where(F.col("offline") | F.col("not_converged")),
-                                    "no_convergence"),
-            "isr_churn": count(isr_transitions(side).where("churn"), "isr_churn"),
-            "under_min_isr": isr_intervals(self.data).where("under_min_isr").groupBy(*K)
-            .agg(F.sum("duration_us").alias("n"))
+            "record": lambda: record_counts(record_verdicts(self.data, source)),
+            "order": lambda: order_counts(self.findings()),
+            "log_divergence": lambda: count(self.divergence(), "log_divergence"),
+            "no_convergence": lambda: count(
+                source.where(F.col("offline") | F.col("not_converged")), "no_convergence"),
+            "isr_churn": lambda: count(isr_transitions(side).where("churn"), "isr_churn"),
+            "under_min_isr": lambda: isr_intervals(self.data).where("under_min_isr")
+            .groupBy(*K).agg(F.sum("duration_us").alias("n"))
             .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
-            "lost_committed_offset": count(lost_committed_offsets(side),
-                                           "lost_committed_offset"),
-            "outside_assignment": count(outside_assignment(side), "outside_assignment"),
+            "lost_committed_offset": lambda: count(lost_committed_offsets(side),
+                                                   "lost_committed_offset"),
+            "outside_assignment": lambda: count(outside_assignment(side), "outside_assignment"),
         }
 
-    def families(self, on_start: Callable[[str], None] | None = None
-                 ) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    def parts(self) -> dict[str, DataFrame]:
+        """Each family's DataFrame (``builders``), built."""
+        return {name: build() for name, build in self.builders().items()}
+
+    def families(self, on_start: Callable[[str], None] | None = None,
+                 workers: int = JOBS_AT_ONCE) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         """Each family's name and rows (tid, topic, partition, anomaly, n), collected once,
-        as each is collected; ``on_start(name)`` just before a family is collected (a caller
-        may time and label them: ``bench/spark.py --profile``)."""
+        in ``builders``' order; the families are built and collected ``workers`` at a time
+        (``side_by_side``). ``on_start(name)`` just before a family is built, in the thread
+        that builds it (a caller may label its jobs; ``bench/spark.py --profile`` times them
+        one at a time, ``workers=1``)."""
         if self._family_rows is None:
-            done = []
-            for name, part in self.parts().items():
+            def collect(name: str, build: Callable[[], DataFrame]) -> list[tuple[Any, ...]]:
                 if on_start is not None:
                     on_start(name)
-                done.append((name, [tuple(r) for r in part.collect()]))
-                yield done[-1]
+                return [tuple(r) for r in build().collect()]
+
+            done = []
+            tasks = [(name, partial(collect, name, build))
+                     for name, build in self.builders().items()]
+            for family in side_by_side(self.spark, tasks, workers):
+                done.append(family)
+                yield family
             self._family_rows = done
         else:
             yield from self._family_rows
@@ -749,21 +767,30 @@ class Analysis:
             self._wide = self.spark.createDataFrame(df.collect(), df.schema)
         return self._wide
 
-    def views(self) -> dict[str, DataFrame]:
-        """Every view ``isrlab analyze --out`` writes, by name."""
+    def view_builders(self) -> dict[str, Callable[[], DataFrame]]:
+        """How to build every view ``isrlab analyze --out`` writes, by name. The anomaly
+        table and the per-trace table, which several views read, are computed first (the
+        families, side by side), so the builders share nothing that is still to compute and
+        may run in threads (``side_by_side``)."""
         side, named = self.data.side, self.data.named
-        out = {
-            "anomalies_per_partition": self.table(),
-            "anomalies_per_trace": self.wide(),
-            "hw_regressions": named(hw_regressions(self.findings())),
-            "isr_churn_per_minute": named(isr_churn_per_minute(side)),
-            "partition_health": named(partition_health(self.data)),
-            "top_churning_replicas": top_churning_replicas(side),
-            "log_divergence": named(self.divergence()),
+        table, wide, findings, divergence = (self.table(), self.wide(), self.findings(),
+                                             self.divergence())
+        out: dict[str, Callable[[], DataFrame]] = {
+            "anomalies_per_partition": lambda: table,
+            "anomalies_per_trace": lambda: wide,
+            "hw_regressions": lambda: named(hw_regressions(findings)),
+            "isr_churn_per_minute": lambda: named(isr_churn_per_minute(side)),
+            "partition_health": lambda: named(partition_health(self.data)),
+            "top_churning_replicas": lambda: top_churning_replicas(side),
+            "log_divergence": lambda: named(divergence),
         }
         for knob in ROLLUP_KNOBS:
-            out[f"rollup_{knob}"] = campaign_rollup(self.wide(), knob)
+            out[f"rollup_{knob}"] = partial(campaign_rollup, wide, knob)
         return out
+
+    def views(self) -> dict[str, DataFrame]:
+        """Every view ``isrlab analyze --out`` writes, by name (``view_builders``, built)."""
+        return {name: build() for name, build in self.view_builders().items()}
 
     def unpersist(self) -> None:
         for df in (self._findings, self._divergence):

@@ -25,17 +25,20 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from emulator.args import Parser
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, load_traces
 from spark_analysis.progress import SparkProgress
 from spark_analysis.session import build_session, unreachable_master
+from spark_analysis.side_by_side import side_by_side
 from traces.schema import ANOMALIES
 
 
@@ -147,11 +150,15 @@ def main(argv: list[str]) -> int:
             loaded = load_traces(spark, args.paths, cache_dir=args.cache,
                                  careful=args.careful)
             analysis = A.Analysis(loaded)
-            views = analysis.views()
             if args.out:
-                for name, df in views.items():
-                    df.write.mode("overwrite").parquet(
-                        f"{args.out.rstrip('/')}/{name}.parquet")
+                out = args.out.rstrip("/")
+
+                def write(name: str, build: Callable[[], DataFrame]) -> None:
+                    build().write.mode("overwrite").parquet(f"{out}/{name}.parquet")
+
+                for _ in side_by_side(spark, [(name, partial(write, name, build)) for name, build
+                                              in analysis.view_builders().items()]):
+                    pass
 
             per_trace = sorted((r.asDict() for r in analysis.wide().collect()),
                                key=lambda r: r["trace"])
@@ -211,15 +218,23 @@ def main(argv: list[str]) -> int:
         print()
         short = ["trace", "scenario", "seed", *[a for a in ANOMALIES if totals[a]]]
         print(_table("per trace", per_trace, short))
+        shown = [*[f"rollup_{knob}" for knob in A.ROLLUP_KNOBS], "top_churning_replicas"]
+        builders = analysis.view_builders()
+
+        def rows_of(build: Callable[[], DataFrame]) -> list[dict[str, Any]]:
+            return [r.asDict() for r in build().collect()]
+
+        views = dict(side_by_side(spark, [(name, partial(rows_of, builders[name]))
+                                          for name in shown]))
         for knob in A.ROLLUP_KNOBS:
-            rows = [r.asDict() for r in views[f"rollup_{knob}"].collect()]
+            rows = views[f"rollup_{knob}"]
             print()
             print(_table(f"by {knob}", rows,
                          ["value", "traces", "traces_losing_acked",
                           *[a for a in ANOMALIES if totals[a]]]))
         print()
         print(_table("top churning replicas",
-                     [r.asDict() for r in views["top_churning_replicas"].collect()],
+                     views["top_churning_replicas"],
                      ["topic", "partition", "replica", "churns", "traces"]))
         if args.explain:
             print()
