@@ -52,16 +52,23 @@ QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
                      f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m")
 
 
-#: The local driver's JVM (G1, JDK 17): Tungsten's 64 MiB pages are humongous objects, and
-#: an allocation that finds the GC locker held (a JNI critical section: the compression
-#: codecs of the in-memory cache) gives up after 2 tries and fails as an out-of-memory —
-#: which Spark reports as AGGREGATE_OUT_OF_MEMORY though the heap has room (JDK-8192647,
-#: fixed in JDK 20). Seen on the third analysis pass over 10M events in one session
-#: (bench/spark.py, 2026-11-27: "Retried waiting for GCLocker too often allocating
-#: 8388608 words"); retrying longer lets the locker be released first. JDK 22 replaced the
-#: locker in G1 (JEP 423) and later JDKs drop the flag: a JVM that does not know it ignores
-#: it rather than refusing to start.
-LOCAL_JVM_OPTIONS = ("-XX:+IgnoreUnrecognizedVMOptions -XX:+UnlockDiagnosticVMOptions "
+#: The local driver's JVM (JDK 17): the parallel collector, not G1. Tungsten's 64 MiB pages
+#: are humongous objects to G1, which never moves them: once the in-memory cache and earlier
+#: pages have cut the old generation into pieces, a new page finds no run of free regions
+#: however much room the heap has, and every try is a full GC. Seen on the third pass over
+#: 10M events in one session (bench/spark.py, 2026-11-27 13:20: both tasks of a sort stuck
+#: in ``HeapMemoryAllocator.allocate``, 1,000 full GCs, 430 s of GC, old generation 66 %
+#: full). Earlier the same day a pass had failed instead with AGGREGATE_OUT_OF_MEMORY: an
+#: allocation that found the GC locker held (a JNI critical section: the compression
+#: codecs of the in-memory cache) gave up after 2 tries (JDK-8192647, fixed in JDK 20;
+#: "Retried waiting for GCLocker too often allocating 8388608 words"). The parallel
+#: collector compacts the whole heap in a full GC, so a page fits whenever the heap has
+#: room for it, and the retry count lets the locker be released first. Measured the same
+#: speed as G1 (a warm pass 140.8 s against 141.7–144.9 s, 2026-11-27). A JVM that does not
+#: know the retry flag (JDK 22 replaced the locker, later JDKs drop the flag) ignores it
+#: rather than refusing to start.
+LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
+                     "-XX:+UnlockDiagnosticVMOptions "
                      "-XX:GCLockerRetryAllocationCount=100")
 
 
