@@ -34,12 +34,13 @@ def test_the_example_notebook_runs_top_to_bottom_on_the_demo_trace(
     monkeypatch.setenv("ISRLAB_TRACE", str(trace))
     monkeypatch.setenv("ISRLAB_WORK", str(tmp_path))
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    # the kernel's own JVM starts as the test JVM does (C1 only, serial GC): spark-submit
-    # reads spark-defaults.conf from SPARK_CONF_DIR; the notebook's code is left as it is
-    (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "spark-defaults.conf").write_text(
-        f"spark.driver.extraJavaOptions {QUICK_JVM_OPTIONS}\n")
-    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    # the kernel's own JVM starts as the test JVM does (C1 only, serial GC, 2 GiB), the
+    # notebook's code left as it is: when PYSPARK_SUBMIT_ARGS names the master, isrlab's
+    # session takes spark-submit's settings as they are (a spark-defaults.conf would not do:
+    # the local profile's own driver options override it)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", (
+        f'--master local[2] --driver-memory 2g --driver-java-options "{QUICK_JVM_OPTIONS}" '
+        "--conf spark.ui.enabled=false --conf spark.sql.shuffle.partitions=4 pyspark-shell"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
         "commit the notebook without outputs"
