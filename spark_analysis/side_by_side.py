@@ -6,9 +6,13 @@ compiles each plan (through Py4J, a few thousand calls per family) and while eac
 last tasks finish. Started from a few threads, one job's planning overlaps another's tasks
 and Spark's scheduler (FIFO) gives the cores to whichever job has tasks ready.
 
-Measured (2 cores, ``/tmp`` script: families and views of ``make demo``'s trace, warm, three
-rounds): 20.1–20.5 s one after another, 14.2–19.5 s two at a time, 14.4–16.7 s four at a
-time; on 10.24M events (the ``bench/spark.py`` corpus) 63.0 s against 58.3 s two at a time.
+Measured on 2026-11-27 (2 cores; a ``/tmp`` script timing the families and views after one
+load, rounds alternating): on ``make demo``'s trace, warm, 20.1–20.5 s one job at a time,
+14.2–19.5 s two at a time, 14.4–16.7 s four at a time; on the 10.24M events of
+``bench/spark.py``, 63.0 s one at a time (98.5 s in the session's first round), 58.3 and
+71.4 s two at a time, 61.8 and 66.0 s three at a time. End to end, ``isrlab analyze
+--out`` of ``make demo``'s trace took 68.4 and 77.1 s against 82.3 and 83.7 s, with the
+same views row for row.
 
 Rules that keep it an implementation detail:
 
@@ -32,8 +36,8 @@ from pyspark.util import inheritable_thread_target
 
 T = TypeVar("T")
 
-#: Jobs at once: two kept both cores busy on this 2-core machine (four gained nothing more
-#: on one trace, and three were slower than two on 10M events).
+#: Jobs at once: two keep both cores of this machine busy; more gained nothing measurable
+#: (see the module note) and would hold more execution memory at once.
 JOBS_AT_ONCE: Final = 2
 
 
