@@ -713,10 +713,6 @@ class Analysis:
             "outside_assignment": lambda: count(outside_assignment(side), "outside_assignment"),
         }
 
-    def parts(self) -> dict[str, DataFrame]:
-        """Each family's DataFrame (``builders``), built."""
-        return {name: build() for name, build in self.builders().items()}
-
     def families(self, on_start: Callable[[str], None] | None = None,
                  workers: int = JOBS_AT_ONCE) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         """Each family's name and rows (tid, topic, partition, anomaly, n), collected once,

@@ -28,7 +28,7 @@ Rules that keep it an implementation detail:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final, TypeVar
 
 from pyspark.sql import SparkSession
@@ -51,7 +51,6 @@ def side_by_side(spark: SparkSession, tasks: Sequence[tuple[str, Callable[[], T]
         return
     inherit = inheritable_thread_target(spark)
     pool = ThreadPoolExecutor(workers, thread_name_prefix="isrlab-spark")
-    futures: list[tuple[str, Future[T]]] = []
     try:
         futures = [(name, pool.submit(inherit(task))) for name, task in tasks]
         for name, future in futures:
