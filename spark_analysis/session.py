@@ -72,6 +72,17 @@ LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
                      "-XX:GCLockerRetryAllocationCount=100")
 
 
+#: Generated classes Spark keeps compiled (``spark.sql.codegen.cache.maxEntries``, a static
+#: setting; Spark's default is 100). One ``isrlab analyze --out`` pass generates about 480
+#: distinct classes (about 1,000 loaded: Spark's own counters, 10M-event bench), so with 100
+#: the cache is an LRU too small for one pass: every later pass over the same plans compiled
+#: all of them again with Janino, and HotSpot, their code being new classes, JIT-compiled all
+#: of them again: 31.7-42.5 s of compiler threads in a warm pass of 84-90 s on two cores.
+#: With room for two passes a warm pass compiles 10-14 classes and the JIT's time drops to
+#: 15.9 s (2026-11-27: ``bench/spark.py``'s corpus, warm tree CPU 160.6 -> 124.2 s).
+CODEGEN_CACHE_ENTRIES: Final = 1000
+
+
 def local_profile(cores: int | None = None) -> dict[str, str]:
     """Settings for a small local machine (STACK_NOTES §3.6)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
@@ -91,6 +102,8 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         # memory is there locally (10M events; a larger load spills to disk, MEMORY_AND_DISK)
         # — cache build 20.2 -> 8.4-12.1 s, load 62.1 -> 49.9-57.8 s (bench/spark.py corpus)
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # generated classes kept for a whole analysis and the next (see CODEGEN_CACHE_ENTRIES)
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
 
 

@@ -96,6 +96,18 @@ def test_a_hot_line_of_another_json_type_is_not_trusted(tmp_path: Path) -> None:
     assert summary["bad"] == 0 and not summary["ok"] and table.num_rows == 1
 
 
+@pytest.fixture(params=["zlib-ng", "zlib"])
+def inflate(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each gzip rule holds with zlib-ng's inflate (what isrlab installs) and with the
+    standard library's (a worker without zlib-ng)."""
+    import zlib
+
+    from zlib_ng import zlib_ng
+    monkeypatch.setattr(scan, "INFLATE", zlib_ng if request.param == "zlib-ng" else zlib)
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("inflate")
 def test_a_cut_gzip_stream_gives_the_lines_before_the_break(tmp_path: Path) -> None:
     path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl.gz")
     whole = gzip.decompress(path.read_bytes()).splitlines()
@@ -107,6 +119,7 @@ def test_a_cut_gzip_stream_gives_the_lines_before_the_break(tmp_path: Path) -> N
     assert not summary["ok"] and not summary["has_end"] and summary["lines"] == len(lines)
 
 
+@pytest.mark.usefixtures("inflate")
 def test_small_blocks_and_gzip_members_give_the_same_lines_and_rows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")

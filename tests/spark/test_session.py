@@ -141,3 +141,43 @@ def test_the_local_driver_uses_a_compacting_collector_and_retries_gc_locker_bloc
              if len(ln.split()) >= 4 and ln.split()[2] == "="}
     assert flags["UseParallelGC"] == "true" and flags["UseG1GC"] == "false"
     assert flags["GCLockerRetryAllocationCount"] == "100", flags["GCLockerRetryAllocationCount"]
+
+
+def _classes_compiled(spark: SparkSession) -> int:
+    """Classes Spark's code generator has compiled in this JVM so far (its own counter)."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics  # noqa: SLF001
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def test_a_second_analysis_of_the_same_traces_compiles_no_new_classes(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The generated-class cache holds a whole analysis (``CODEGEN_CACHE_ENTRIES``): with
+    Spark's 100 entries one ``isrlab analyze --out`` pass evicted its own classes, and every
+    later pass over the same plans compiled them all again — with Janino, and then with the
+    JIT, whose threads took a fifth of the CPU of a warm 10M-event pass."""
+    from tracebuild import catalogue
+
+    from spark_analysis.analyses import Analysis
+    from spark_analysis.load import load_traces
+    from spark_analysis.session import CODEGEN_CACHE_ENTRIES
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == str(CODEGEN_CACHE_ENTRIES)
+    path = str(catalogue()["s8_unclean"].write(tmp_path / "t.jsonl"))
+
+    def analyse() -> int:
+        before = _classes_compiled(spark)
+        loaded = load_traces(spark, [path])
+        analysis = Analysis(loaded)
+        try:
+            for _ in analysis.families():
+                pass
+            analysis.wide().collect()
+            for view in analysis.views().values():
+                view.count()
+        finally:
+            analysis.unpersist()
+            loaded.unpersist()
+        return _classes_compiled(spark) - before
+
+    first, second = analyse(), analyse()
+    # the first may find classes of earlier tests cached; a pass needs far more than 100
+    assert second <= 10, (first, second)
