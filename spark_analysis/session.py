@@ -5,7 +5,8 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
 * No master given and nothing in the environment chooses one (``SPARK_REMOTE``, a running
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
   file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, a
-  driver heap of a third of the machine's memory (2-8 GiB).
+  driver heap of a third of the machine's memory (2-8 GiB), room for 1,000 generated
+  classes (``CODEGEN_CACHE_ENTRIES``).
 * ``--master local[...]`` → that master with the same profile.
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
@@ -73,13 +74,15 @@ LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
 
 
 #: Generated classes Spark keeps compiled (``spark.sql.codegen.cache.maxEntries``, a static
-#: setting; Spark's default is 100). One ``isrlab analyze --out`` pass generates about 480
-#: distinct classes (about 1,000 loaded: Spark's own counters, 10M-event bench), so with 100
-#: the cache is an LRU too small for one pass: every later pass over the same plans compiled
-#: all of them again with Janino, and HotSpot, their code being new classes, JIT-compiled all
-#: of them again: 31.7-42.5 s of compiler threads in a warm pass of 84-90 s on two cores.
-#: With room for two passes a warm pass compiles 10-14 classes and the JIT's time drops to
-#: 15.9 s (2026-11-27: ``bench/spark.py``'s corpus, warm tree CPU 160.6 -> 124.2 s).
+#: setting; Spark's default is 100). One ``isrlab analyze --out`` pass compiles about 480
+#: pieces of generated code (about 1,000 classes: Spark's own counters, 10M-event bench), so
+#: with 100 the cache is an LRU too small for one pass: every later pass over the same plans
+#: compiled all of them again with Janino, and HotSpot, their code being new classes,
+#: JIT-compiled all of them again: 31.7-42.5 s of compiler threads in a warm pass of 84-90 s
+#: on two cores. With room for two passes a warm pass compiles 10 pieces and the JIT's time
+#: drops to 19.6 s (2026-11-27, ``bench/spark.py``'s corpus; ``docs/performance.md``). Kept
+#: classes keep their JIT code too: after three 10M passes the code cache held 77 MiB of 240,
+#: as with 100 entries (issue 24's margin).
 CODEGEN_CACHE_ENTRIES: Final = 1000
 
 
