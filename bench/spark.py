@@ -134,8 +134,8 @@ def all_analyses(spark: Any, files: list[str], *, cache_dir: str | None = None,
         if profile:
             print(f"    load:        {time.perf_counter() - t0:6.2f} s", flush=True)
             t = time.perf_counter()
-            step("family record")  # the final source, collected before the families
-            # each family collected once and kept (the table below reuses the rows)
+            # each family collected once and kept (the table below reuses the rows); the
+            # final source is collected in the record family's step (the first to read it)
             for name, _ in analysis.families(on_start=lambda n: step(f"family {n}"), workers=1):
                 print(f"    {name:22s} {time.perf_counter() - t:6.2f} s", flush=True)
                 t = time.perf_counter()

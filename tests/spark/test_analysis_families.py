@@ -63,3 +63,37 @@ def test_the_table_is_built_from_the_families_collected_without_another_job(
     assert expected["lost_acked_write"] > 0
     got = {r["anomaly"]: r["n"] for r in table if r["n"]}
     assert got["lost_acked_write"] == expected["lost_acked_write"]
+
+
+def test_the_final_source_is_collected_once_when_two_families_ask_at_once(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``record`` and ``no_convergence`` read the final source; each asks for it in its own
+    thread (the other families do not wait for it), and it is collected once."""
+    import threading
+    import time
+
+    trace = catalogue()["lost_acks_all"].write(tmp_path / "lost.jsonl")
+    loaded = load_traces(spark, [str(trace)])
+    built: list[int] = []
+    real = A.final_source
+
+    def slow_final_source(side: Any) -> Any:
+        built.append(1)
+        time.sleep(0.5)  # both threads are inside ``source`` before the first one is done
+        return real(side)
+
+    monkeypatch.setattr(A, "final_source", slow_final_source)
+    analysis = A.Analysis(loaded)
+    try:
+        got: list[Any] = []
+        threads = [threading.Thread(target=lambda: got.append(analysis.source()))
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert built == [1] and len(got) == 2 and got[0] is got[1]
+        assert analysis.builders() and built == [1]  # building the builders collects nothing
+    finally:
+        analysis.unpersist()
+        loaded.unpersist()
