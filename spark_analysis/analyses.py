@@ -696,7 +696,8 @@ class Analysis:
         is itself work (thousands of Py4J calls), so ``families`` does it in the thread that
         collects. The final source, which two of them read, is collected by the first of the
         two to start (``source``), in its thread: the other families need not wait for its
-        small jobs (on 10M events the order family's big stage ran in the 2-3 s they took)."""
+        small jobs (on 10M events the families' first jobs now start 1.6 s after the load
+        instead of 5.8 s)."""
         side = self.data.side
 
         def count(df: DataFrame, name: str) -> DataFrame:
