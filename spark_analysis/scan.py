@@ -151,6 +151,31 @@ def iter_text(path: str, broke: list[str]) -> Iterator[bytes]:
             broke.append("cut off (truncated file)")
 
 
+def _regions(path: str, broke: list[str]) -> Iterator[memoryview]:
+    """The file's bytes (``iter_text``) as regions of whole lines, each ending in its
+    newline, without copying a block: the whole lines of a block are a view of it, and a
+    line that a block's end cuts becomes, joined with its rest, a region of its own. (Joining
+    the cut line to the next block, then slicing the whole lines off, copied every byte of
+    the file twice: 0.15 s of CPU per 12 MB trace, 2026-11-27.) A last line without its
+    newline (the writer always ends one) gets one."""
+    carry = b""     # the start of a line that a block's end cut
+    for block in iter_text(path, broke):
+        start = 0
+        if carry:
+            head = block.find(b"\n") + 1
+            if not head:    # a line longer than the block
+                carry += block
+                continue
+            yield memoryview(carry + block[:head])
+            start = head
+        cut = block.rfind(b"\n") + 1
+        if cut > start:
+            yield memoryview(block)[start:cut]
+        carry = block[max(cut, start):]
+    if carry:
+        yield memoryview(carry + b"\n")
+
+
 def iter_lines(path: str, broke: list[str]) -> Iterator[list[bytes]]:
     """The file's lines (without their newline), a block at a time (see ``iter_text``)."""
     carry = b""
@@ -219,15 +244,15 @@ class _Unclean(Exception):
 
 
 class _Block:
-    """One block of whole lines, each ending in its newline (line ``start`` first, 0-based):
-    the lines as an Arrow array over the block's bytes (no copy), their prefix matched by
+    """One block of whole lines, each ending in its newline (line ``start`` first, 0-based;
+    ``nl``: where its newlines are): the lines as an Arrow array over the block's bytes (no
+    copy), their prefix matched by
     RE2 in one call. ``_Unclean`` when a line lacks the writer's prefix or its ``seq`` is not
     its place (a line deleted, duplicated or moved)."""
 
     __slots__ = ("lines", "event", "top")
 
-    def __init__(self, region: bytes | memoryview, start: int) -> None:
-        nl = np.flatnonzero(np.frombuffer(region, np.uint8) == 10)
+    def __init__(self, region: bytes | memoryview, start: int, nl: np.ndarray) -> None:
         n = len(nl)
         offsets = np.empty(n + 1, np.int64)   # 64-bit: a gzip block may inflate past 2 GiB
         offsets[0] = 0
@@ -294,29 +319,17 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
     end_us = -1
     first: bytes | None = None
     pending = b""   # the last line seen (with its newline): not hashed yet, it may be run_end
-    carry = b""     # a line not complete yet
     error: str | None = None
 
-    def blocks() -> Iterator[bytes]:
-        nonlocal carry
-        for block in iter_text(path, broke):
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n") + 1
-            carry = data[cut:]
-            if cut:
-                yield data[:cut]
-        if carry:   # a last line without its newline (the writer always ends one)
-            yield carry + b"\n"
-            carry = b""
-
     try:
-        for region in blocks():
+        for region in _regions(path, broke):
+            nl = np.flatnonzero(np.frombuffer(region, np.uint8) == 10)
             if first is None:
-                first = bytes(region[:region.find(b"\n")])
-            last_start = region.rfind(b"\n", 0, len(region) - 1) + 1
+                first = bytes(region[:nl[0]])
+            last_start = int(nl[-2]) + 1 if len(nl) > 1 else 0
             if error is None:
                 try:
-                    block = _Block(region, lines_n)
+                    block = _Block(region, lines_n, nl)
                     if lines_n == 0 and not is_clean(0, True, first):
                         raise _Unclean("line 1 is not a run_start of this schema")
                     side_at, side = block.side(lines_n == 0)
@@ -326,7 +339,7 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
                     error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 else:
                     digest.update(pending)
-                    digest.update(memoryview(region)[:last_start])
+                    digest.update(region[:last_start])
                     end_us = max(end_us, block.top)
                     if raw:
                         yield _batch(tid, SIDE, [lines_n + 1 + i for i in side_at], raw,
@@ -336,7 +349,7 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
                     for chunk in hot.to_batches() if hot is not None else ():
                         yield _batch(tid, HOT, None, None, chunk.num_rows, chunk)
             pending = bytes(region[last_start:])
-            lines_n += region.count(b"\n")
+            lines_n += len(nl)
     except OSError as exc:  # unreadable: no line (load reports it as such)
         yield _summary(tid, lines=0, bad=0, end_us=None, first=None, has_end=False,
                        ok=False, error=str(exc))
