@@ -38,7 +38,10 @@ What is kept (``Loaded``):
 * ``side``: the ``SIDE_EVENTS`` lines (run_start, final_log, leadership, ISR, ...) parsed
   with the full ``TRACE_SCHEMA``, partitioned the same way (so a union of rows of both
   keeps the partitioning) and persisted on their own: the big, rarely read columns never
-  travel with the bulk rows;
+  travel with the bulk rows. The native scan sends each side line with its topic and
+  partition, so the scan's shuffle already puts it where it belongs and it is parsed there
+  (``side_lines(keyed=True)``; a line whose parse disagrees sends them all through a
+  shuffle of their own, as on the other paths);
 * ``traces``: per analysed trace, ``tid``, ``trace`` (its path), ``events`` (good lines) and
   ``end_us`` (largest ``ts_us``).
 
@@ -92,6 +95,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -529,16 +533,29 @@ def read_hot(spark: SparkSession, files: Sequence[str]) -> DataFrame:
     return j.select(*[cols.get(c, F.col(c)) for c in _PATH_COLUMNS])
 
 
-def side_lines(rows: DataFrame) -> DataFrame:
+def side_lines(rows: DataFrame, *, keyed: bool = False) -> DataFrame:
     """The lines of ``rows`` (tid, _block, _rid, _raw: ``SIDE_EVENTS`` text) parsed in full:
-    ``tid``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``), then
-    ``TRACE_SCHEMA``."""
+    ``tid``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``),
+    ``_moved``, then ``TRACE_SCHEMA``.
+
+    ``keyed``: ``rows`` also carry the ``topic`` and ``partition`` the native scan read from
+    each line and partitioned it by (``scan.side_key``). The result keeps those two columns
+    instead of the parsed ones, and with them that partitioning: the lines need no shuffle
+    of their own. ``_moved`` marks a good line whose parsed topic or partition is not the
+    scan's (a line the two parsers read differently, e.g. a topic written as a number):
+    ``load_traces`` then partitions the parsed lines instead. Unkeyed, ``_moved`` is false."""
     schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    parsed = rows.select("tid", "_block", "_rid",
+    keys = ("topic", "partition") if keyed else ()
+    parsed = rows.select("tid", "_block", "_rid", *keys,
                          F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
+    bad = F.col("j._corrupt_record").isNotNull()
+    moved = (~bad & ~(F.col("topic").eqNullSafe(F.col("j.topic"))
+                      & F.col("partition").eqNullSafe(F.col("j.partition")))
+             if keyed else F.lit(False))
     return parsed.select(
-        "tid", "_block", "_rid", F.col("j._corrupt_record").isNotNull().alias("_bad"),
-        *[F.col(f"j.{n}").alias(n) for n in TRACE_SCHEMA.fieldNames()])
+        "tid", "_block", "_rid", bad.alias("_bad"), moved.alias("_moved"),
+        *[F.col(n) if n in keys else F.col(f"j.{n}").alias(n)
+          for n in TRACE_SCHEMA.fieldNames()])
 
 
 def load_traces(
@@ -582,10 +599,12 @@ def load_traces(
     # a file the scan found not clean may have sent rows before it knew: they are dropped
     unclean = sorted(ids[t] for t in native_files & set(slow))
     wanted = ~F.col("tid").isin(*unclean) if unclean else F.lit(True)
+    scanned_side: DataFrame | None = None
     if scanned is not None:
-        sides.append(scanned.where((F.col("_kind") == scan.SIDE) & wanted).select(
+        scanned_side = scanned.where((F.col("_kind") == scan.SIDE) & wanted).select(
             "tid", F.lit(0).cast("long").alias("_block"),
-            (F.col("_line") - 1).alias("_rid"), "_raw"))
+            (F.col("_line") - 1).alias("_rid"), "_raw", "topic", "partition")
+        sides.append(scanned_side.drop("topic", "partition"))
     uri_clean = [a.trace for a in clean if a.trace not in native_files]
     if audit is not None and uri_clean:
         hots.append(_tids(read_hot(spark, uri_clean), id_rows))
@@ -633,12 +652,19 @@ def load_traces(
                 and (hint := _misnamed(spark, p.trace)) else p for p in problems]
     sizes.sort(key=lambda s: str(s[1]))
     side = (_union(sides) if sides else spark.createDataFrame([], _SIDE_TEXT))
+    # only the scan's side lines: parsed where the scan put them (by their topic and
+    # partition), unless a line's parse disagrees with the scan's keys (``side_lines``)
+    rekey = None
+    if scanned_side is not None and len(sides) == 1:
+        rekey, side = partial(side_lines, side), side_lines(scanned_side, keyed=True)
+    else:
+        side = side_lines(side)
     ready = (scanned.where((F.col("_kind") == scan.HOT) & wanted).select(*EVENT_COLUMNS)
              if scanned is not None else None)
     if ready is None and not hots:  # every file was skipped: no rows, same columns
         hots.append(spark.createDataFrame([], EVENT_SCHEMA))
-    loaded = _loaded(spark, _union(hots) if hots else None, side_lines(side), problems, files,
-                     sizes, partitions=n, locate=locate, ready=ready,
+    loaded = _loaded(spark, _union(hots) if hots else None, side, problems, files,
+                     sizes, partitions=n, locate=locate, ready=ready, rekey=rekey,
                      extra=tuple(df for df in (audit.side if audit else None, flagged)
                                  if df is not None),
                      keep=(scanned,) if scanned is not None else ())
@@ -720,13 +746,17 @@ def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
             partitions: int | None,
             locate: Callable[[list[_LocatedById]], list[BadLine]] | None = None,
             ready: DataFrame | None = None, extra: tuple[DataFrame, ...] = (),
-            keep: tuple[DataFrame, ...] = ()) -> Loaded:
+            keep: tuple[DataFrame, ...] = (),
+            rekey: Callable[[], DataFrame] | None = None) -> Loaded:
     """``Loaded`` around the ``hot`` rows (partitioned and persisted) plus the ``ready`` ones
     (already partitioned alike and persisted: the native scan's) and the parsed ``side``
-    lines (``side_lines``, persisted); with ``locate``, side lines that do not fit
-    ``TRACE_SCHEMA`` join the problems. ``extra``: DataFrames persisted for the load only,
-    freed once ``events`` and ``side`` are built (then, not lazily); ``keep``: persisted
-    DataFrames behind ``ready``, freed with the rest by ``Loaded.unpersist``."""
+    lines (``side_lines``, partitioned and persisted); with ``locate``, side lines that do
+    not fit ``TRACE_SCHEMA`` join the problems. ``rekey``: ``side`` is the scan's lines,
+    keyed and partitioned as the scan read them (``side_lines(keyed=True)``), and
+    ``rekey()`` the same lines unkeyed, partitioned here should any line have ``_moved``.
+    ``extra``: DataFrames persisted for the load only, freed once ``events`` and ``side``
+    are built (then, not lazily); ``keep``: persisted DataFrames behind ``ready``, freed
+    with the rest by ``Loaded.unpersist``."""
     n = partitions or _default_partitions(spark)
     caches = list(keep)
     events = ready
@@ -735,17 +765,23 @@ def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
         caches.append(more)
         events = more if events is None else events.unionByName(more)
     assert events is not None
-    side_all = partition_events(side, n).persist(LEVEL)
-    if locate is not None:
-        wrong = side_all.where("_bad").select("tid", "_block", "_rid").collect()
-        problems = [*problems, *locate([(int(r["tid"]), r["_block"], r["_rid"], _CORRUPT, "")
-                                        for r in wrong])]
+    side_all = (side if rekey is not None else partition_events(side, n)).persist(LEVEL)
+    if locate is not None or rekey is not None:
+        flag = "_bad OR _moved" if rekey is not None else "_bad"
+        wrong = side_all.where(flag).select("tid", "_block", "_rid", "_bad").collect()
+        if rekey is not None and not all(r["_bad"] for r in wrong):  # a line moved
+            side_all.unpersist()
+            side_all = partition_events(rekey(), n).persist(LEVEL)
+            wrong = side_all.where("_bad").select("tid", "_block", "_rid", "_bad").collect()
+        if locate is not None:
+            problems = [*problems, *locate([(int(r["tid"]), r["_block"], r["_rid"], _CORRUPT,
+                                             "") for r in wrong])]
     if extra:
         events.count()
         for df in extra:
             df.unpersist()
     problems.sort(key=lambda b: (b.trace, b.line, b.action))
-    side = side_all.where(~F.col("_bad")).drop("_block", "_rid", "_bad")
+    side = side_all.where(~F.col("_bad")).drop("_block", "_rid", "_bad", "_moved")
     traces = spark.createDataFrame([tuple(s) for s in sizes], TRACES_SCHEMA)
     return Loaded(events=events, side=side, traces=traces, problems=problems, files=files,
                   caches=(*caches, side_all), partitions=n)

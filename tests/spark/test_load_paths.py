@@ -8,7 +8,9 @@ lines.
 from __future__ import annotations
 
 import gzip
+import hashlib
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -96,6 +98,88 @@ def test_a_hot_line_of_another_json_type_sends_its_file_to_the_careful_path(
     try:
         _same_rows(native.events, careful.events)
         assert native.problems == careful.problems
+    finally:
+        native.unpersist()
+        careful.unpersist()
+
+
+def _shuffles_of_side(df: DataFrame) -> list[str]:
+    """The shuffles in the plan of ``df`` and of the first cache it reads (``side_all``),
+    not inside the caches that one reads in turn (the native scan's rows): what the side
+    lines cost beyond the scan."""
+    found: list[str] = []
+
+    def walk(node: Any, caches: int) -> None:
+        name = str(node.getClass().getSimpleName())
+        if name == "AdaptiveSparkPlanExec":
+            walk(node.executedPlan(), caches)
+        elif name == "InMemoryTableScanExec":
+            if caches == 0:
+                walk(node.relation().cachedPlan(), 1)
+        elif name.endswith("QueryStageExec"):
+            walk(node.plan(), caches)
+        else:
+            if name == "ShuffleExchangeExec":
+                found.append(str(node.toString()).splitlines()[0])
+            children = node.children()
+            for i in range(children.size()):
+                walk(children.apply(i), caches)
+
+    walk(df._jdf.queryExecution().executedPlan(), 0)  # noqa: SLF001 - py4j's plan
+    return found
+
+
+def test_the_side_lines_of_scanned_traces_are_parsed_where_the_scan_put_them(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The native scan sends each side line with its topic and partition (``scan.side_key``),
+    so Spark's partitioning of the scan's rows already puts it where the analyses group it:
+    the parsed lines keep that partitioning and need no shuffle of their own. (They had one:
+    106 MiB of final logs shuffled a second time per 10M-event pass, each trace's lines
+    parsed by one task.) The careful path's lines are partitioned after parsing."""
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    native = load_traces(spark, [str(path)])
+    careful = load_traces(spark, [str(path)], careful=True)
+    try:
+        assert not native.problems
+        assert _shuffles_of_side(native.side) == []
+        assert len(_shuffles_of_side(careful.side)) == 1
+        _same_rows(native.side, careful.side)
+        # what the analyses rely on: a partition's side lines are grouped without a shuffle
+        assert _shuffles_of_side(native.side.groupBy("tid", "topic", "partition").count()) == []
+    finally:
+        native.unpersist()
+        careful.unpersist()
+
+
+def _resealed(lines: list[bytes]) -> bytes:
+    """``lines`` as a clean file again: ``run_end``'s digest and line count recomputed over
+    the lines before it, and the line sealed (what the writer would have written)."""
+    end = _unsealed(lines[-1])
+    end["sha256"] = hashlib.sha256(b"".join(lines[:-1])).hexdigest()
+    end["events"] = len(lines) - 1
+    return b"".join([*lines[:-1], seal(orjson.dumps(end))])
+
+
+def test_a_side_line_the_scan_keys_otherwise_than_spark_is_partitioned_by_sparks_parse(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The load checks each side line's parsed topic and partition against the scan's; where
+    one differs (a topic written as a number: Spark keeps its text, ``"7"``, where the
+    scan's reader finds no string), the parsed lines are partitioned by their parse, as
+    on the careful path: the same rows and the same grouping either way."""
+    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    i = next(n for n, raw in enumerate(lines) if _unsealed(raw)["event"] == "leader_elected")
+    event = _unsealed(lines[i])
+    event["topic"] = 7
+    lines[i] = seal(orjson.dumps(event))
+    path.write_bytes(_resealed(lines))
+    native = load_traces(spark, [str(path)])
+    careful = load_traces(spark, [str(path)], careful=True)
+    try:
+        assert not native.problems  # a clean file: the native scan read it
+        assert native.side.where("topic = '7'").count() == 1
+        assert len(_shuffles_of_side(native.side)) == 1
+        _same_rows(native.side, careful.side)
     finally:
         native.unpersist()
         careful.unpersist()

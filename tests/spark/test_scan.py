@@ -49,6 +49,13 @@ def test_a_clean_file_yields_its_hot_rows_its_side_lines_and_a_summary(tmp_path:
     side_lines = [n for n, e in enumerate(events, 1) if e["event"] in SIDE_EVENTS]
     assert [n for n, k in zip(table.column("_line").to_pylist(), kinds, strict=True)
             if k == SIDE] == side_lines
+    # each side line goes with its topic and partition (Spark partitions it by them)
+    keys = [key for key, k in zip(zip(table.column("topic").to_pylist(),
+                                      table.column("partition").to_pylist(), strict=True),
+                                  kinds, strict=True) if k == SIDE]
+    assert keys == [(events[n - 1].get("topic"), events[n - 1].get("partition"))
+                    for n in side_lines]
+    assert any(key != (None, None) for key in keys)
 
 
 def test_a_line_whose_seq_is_not_its_place_stops_the_rows_of_its_file(tmp_path: Path) -> None:
