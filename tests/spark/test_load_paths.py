@@ -130,15 +130,17 @@ def _shuffles_of_side(df: DataFrame) -> list[str]:
 
 
 def test_the_side_lines_of_scanned_traces_are_parsed_where_the_scan_put_them(
-        spark: SparkSession, tmp_path: Path) -> None:
+        spark: SparkSession, corpus: Corpus, tmp_path: Path) -> None:
     """The native scan sends each side line with its topic and partition (``scan.side_key``),
     so Spark's partitioning of the scan's rows already puts it where the analyses group it:
     the parsed lines keep that partitioning and need no shuffle of their own. (They had one:
     106 MiB of final logs shuffled a second time per 10M-event pass, each trace's lines
     parsed by one task.) The careful path's lines are partitioned after parsing."""
-    path = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
-    native = load_traces(spark, [str(path)])
-    careful = load_traces(spark, [str(path)], careful=True)
+    built = catalogue()["s8_unclean"].write(tmp_path / "t.jsonl")
+    emulated = next(t for t, k in sorted(corpus.kind.items()) if k == "random")
+    paths = [str(built), emulated]
+    native = load_traces(spark, paths)
+    careful = load_traces(spark, paths, careful=True)
     try:
         assert not native.problems
         assert _shuffles_of_side(native.side) == []

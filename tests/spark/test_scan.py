@@ -17,7 +17,7 @@ from tracebuild import catalogue
 
 from spark_analysis import scan
 from spark_analysis.load import HOT_EVENTS, SIDE_EVENTS, scan_input
-from spark_analysis.scan import HOT, SIDE, SUMMARY, read_lines, scan_file
+from spark_analysis.scan import HOT, SIDE, SUMMARY, read_lines, scan_file, side_key
 from traces.integrity import seal
 
 pytestmark = pytest.mark.spark
@@ -56,6 +56,20 @@ def test_a_clean_file_yields_its_hot_rows_its_side_lines_and_a_summary(tmp_path:
     assert keys == [(events[n - 1].get("topic"), events[n - 1].get("partition"))
                     for n in side_lines]
     assert any(key != (None, None) for key in keys)
+
+
+def test_a_side_lines_key_is_its_own_topic_and_partition_never_a_nested_ones() -> None:
+    assert side_key(b'{"seq":3,"ts_us":0,"event":"final_log","node":"broker-1",'
+                    b'"topic":"orders","partition":4,"records":[[0,"a",0]],"crc":1}') == (
+        "orders", 4)
+    # after a nested value (or an escaped string) the scan does not look: the load's parse
+    # decides (and partitions the lines itself if it finds a key there)
+    assert side_key(b'{"seq":0,"ts_us":0,"event":"run_start","scenario":{"topic":"x",'
+                    b'"partition":1},"crc":1}') == (None, None)
+    assert side_key(b'{"seq":5,"ts_us":0,"event":"isr_change","reason":"a\\"b",'
+                    b'"topic":"t","partition":0}') == (None, None)
+    assert side_key(b'{"seq":5,"ts_us":0,"event":"fault","topic":7,"partition":9999999999}'
+                    ) == (None, None)
 
 
 def test_a_line_whose_seq_is_not_its_place_stops_the_rows_of_its_file(tmp_path: Path) -> None:
