@@ -179,5 +179,9 @@ def test_a_second_analysis_of_the_same_traces_compiles_no_new_classes(
         return _classes_compiled(spark) - before
 
     first, second = analyse(), analyse()
-    # the first may find classes of earlier tests cached; a pass needs far more than 100
-    assert second <= 10, (first, second)
+    # the first may find classes of earlier tests cached; a pass needs far more than 100.
+    # The second compiles about 10 (plans that carry values of their own load) and, in a
+    # JVM whose earlier tests filled the cache, a few the cache's segmented LRU (Guava's:
+    # each segment evicts on its own) let go although the whole holds the pass: 14 in one
+    # CI run of the whole suite. With Spark's 100 entries it compiled 410.
+    assert second <= 50, (first, second)
