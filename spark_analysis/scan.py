@@ -180,14 +180,9 @@ def _regions(path: str, broke: list[str]) -> Iterator[memoryview]:
 
 
 def iter_lines(path: str, broke: list[str]) -> Iterator[list[bytes]]:
-    """The file's lines (without their newline), a block at a time (see ``iter_text``)."""
-    carry = b""
-    for block in iter_text(path, broke):
-        lines = (carry + block).split(b"\n")
-        carry = lines.pop()
-        yield lines
-    if carry:
-        yield [carry]
+    """The file's lines (without their newline), a region at a time (``_regions``)."""
+    for region in _regions(path, broke):
+        yield bytes(region).split(b"\n")[:-1]
 
 
 def read_lines(path: str) -> tuple[list[bytes], str | None]:
