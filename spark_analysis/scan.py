@@ -8,8 +8,10 @@ files runs ``scan_files`` (``DataFrame.mapInArrow``); for each file it
 * matches every line's fixed prefix ``{"seq":N,"ts_us":M,"event":"E"`` with one RE2 call
   (``pc.extract_regex``), checks that each ``seq`` is its line's place (no line deleted,
   duplicated or moved) and picks the hot and side lines by ``event`` (``pc.is_in``),
-* parses the ``HOT_EVENTS`` lines with pyarrow's JSON reader (C++, typed by the writer's
-  own types: a line of other types fails the file, which then goes to the careful path),
+* parses the ``HOT_EVENTS`` lines into the writer's own types (``hot_parse``: DuckDB's
+  JSON reader cuts them, Arrow's strict casts type them, pyarrow's JSON reader where that
+  cannot vouch for a line): a line of other types fails the file, which then goes to the
+  careful path,
 * keeps the ``SIDE_EVENTS`` lines as text, with their line number and their ``topic`` and
   ``partition`` (``side_key``, so that Spark's partitioning puts each where the load
   parses it),
@@ -25,18 +27,19 @@ file's rows never all sit in memory), each row carrying the file's ``tid`` (the 
 last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, has_end, ok,
 error; ``bad`` is 0 here: the careful path counts the lines whose crc fails).
 Rows are sent while the file still looks *clean* (line 1 a schema-1 ``run_start``, every
-prefix and seq as the writer's, pyarrow read every hot line); the summary says whether it
-was (``ok``: also the digest and ``run_end``). ``load`` sends a file whose summary is not
+prefix and seq as the writer's, every hot line of the writer's types); the summary says
+whether it was (``ok``: also the digest and ``run_end``). ``load`` sends a file whose summary is not
 clean to the careful path, which finds and places each problem (each line's crc there), and
 drops the rows the scan sent for it before it knew. A cut or damaged gzip stream, or an
 unreadable file, is not clean either.
 
 Why: one pass over the bytes instead of three (the JVM path reads each file for the crc
-audit, again for the side lines, again for the JSON source), and pyarrow's reader parses the
-hot lines several times faster than Jackson. A per-line loop in Python (crc, prefix, event)
+audit, again for the side lines, again for the JSON source), and the hot lines are parsed
+several times faster than by Jackson. A per-line loop in Python (crc, prefix, event)
 had cost more than the parse: 4.1 s of CPU per 560k-line file against 2.5 s then, of which
-the JSON reader is about 1.0-1.2 s and gunzip 0.4 s — 0.15 s with zlib-ng's inflate
-(``INFLATE``; ``docs/performance.md`` has the figures).
+pyarrow's JSON reader was about 1.0-1.2 s (DuckDB and Arrow's casts now 0.55-0.75 s,
+``hot_parse``) and gunzip 0.4 s — 0.15 s with zlib-ng's inflate (``INFLATE``;
+``docs/performance.md`` has the figures).
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
+from spark_analysis.hot_parse import parse_hot
 from traces.integrity import unseal
 from traces.schema import SCHEMA_VERSION
 
@@ -80,15 +83,6 @@ SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partit
                       "isr_change", "convergence", "assignment", "node_crash",
                       "final_log", "offset_commit", "offset_commit_ack", "offset_fetch",
                       "replicas_change", "replica_deleted")
-#: The writer's types of the hot fields (pyarrow rejects a line of another JSON type).
-_HOT_ARROW: Final = pa.schema([
-    ("seq", pa.int64()), ("ts_us", pa.int64()), ("event", pa.string()),
-    ("topic", pa.string()), ("partition", pa.int32()), ("replica", pa.int32()),
-    ("old", pa.int64()), ("new", pa.int64()), ("role", pa.string()), ("reason", pa.string()),
-    ("value", pa.string()), ("producer", pa.int64()), ("acks", pa.string()),
-    ("offset", pa.int64()), ("hw", pa.int64()), ("group", pa.string()),
-    ("consumer", pa.string()),
-])
 #: ``load.EVENT_COLUMNS`` with their Arrow types, then the scan's own columns.
 SCAN_SCHEMA: Final = pa.schema([
     ("tid", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -245,20 +239,6 @@ def side_key(line: bytes) -> tuple[str | None, int | None]:
     return name, number if number is not None and -(1 << 31) <= number < 1 << 31 else None
 
 
-def _parse_hot(lines: pa.LargeBinaryArray) -> pa.Table:
-    """The hot lines (each ending in its newline) as a table of the writer's types
-    (ArrowInvalid on another type). The reader takes one buffer: the filtered lines' bytes,
-    contiguous in ``lines``' data buffer. 4 MiB blocks: faster here than larger ones (the
-    parser's working set stays in cache)."""
-    offsets = np.frombuffer(lines.buffers()[1], np.int64)
-    first, last = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
-    return pj.read_json(
-        pa.BufferReader(lines.buffers()[2].slice(first, last - first)),
-        read_options=pj.ReadOptions(use_threads=False, block_size=1 << 22),
-        parse_options=pj.ParseOptions(explicit_schema=_HOT_ARROW,
-                                      unexpected_field_behavior="ignore"))
-
-
 #: The writer's fixed prefix of every line (``traces.writer.TraceWriter.emit``).
 _PREFIX: Final = r'^\{"seq":(?P<seq>[0-9]+),"ts_us":(?P<ts>-?[0-9]+),"event":"(?P<event>[^"\\]*)"'
 _HOT_SET: Final = pa.array([e.encode() for e in HOT_EVENTS], pa.large_binary())
@@ -297,7 +277,7 @@ class _Block:
 
     def hot(self) -> pa.Table | None:
         lines = self.lines.filter(pc.is_in(self.event, value_set=_HOT_SET))
-        return _parse_hot(lines) if len(lines) else None
+        return parse_hot(lines) if len(lines) else None
 
     def side(self, with_first: bool) -> tuple[list[int], list[bytes]]:
         """The side lines (numbers within the block, 0-based) and their bytes (newline
