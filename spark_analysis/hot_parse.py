@@ -62,10 +62,11 @@ _READ_BLOCK: Final = 1 << 22
 #: nears Arrow's 2 GiB. Larger is faster: a query has a fixed cost (one trace's hot lines
 #: in 16 MiB queries: 0.95-1.0 s; in one query per scan block: 0.66-0.75 s).
 _TOKENIZE_BLOCK: Final = 1 << 28
-#: Every hot field as its raw JSON text (a field the line lacks, or ``null``: NULL).
+#: Every hot field of the hot lines without a backslash, as its raw JSON text (a field the
+#: line lacks, or ``null``: NULL), in the lines' order (one thread).
 _TOKENS: Final = ("select unnest(json_transform(line, '{"
-                  + ",".join(f'"{f.name}":"JSON"' for f in HOT_ARROW) + "}')) from hot_lines")
-_BACKSLASH: Final = 0x5C
+                  + ",".join(f'"{f.name}":"JSON"' for f in HOT_ARROW) + "}')) from hot_lines"
+                  " where hot and not contains(line, '\\')")
 
 
 def _duckdb() -> ModuleType | None:
@@ -104,7 +105,7 @@ def _bytes(lines: pa.LargeBinaryArray) -> tuple[pa.Buffer, np.ndarray]:
 
 def _read(lines: pa.LargeBinaryArray) -> pa.Table:
     """The strict reader: pyarrow's JSON reader with the writer's schema (ArrowInvalid on a
-    line of another type)."""
+    line of another type). It takes one buffer: the lines' bytes, contiguous in ``lines``."""
     data, _ = _bytes(lines)
     return pj.read_json(
         pa.BufferReader(data),
@@ -132,40 +133,45 @@ def _typed(tokens: pa.Table) -> pa.Table | None:
     return pa.Table.from_arrays(columns, schema=HOT_ARROW)
 
 
-def _tokenized(lines: pa.LargeBinaryArray) -> pa.Table | None:
-    """The fast parser (see the module notes), or None where it cannot vouch for a line."""
+def _tokenized(lines: pa.LargeBinaryArray, hot: pa.BooleanArray) -> pa.Table | None:
+    """The fast parser (see the module notes) of the ``hot`` ones of ``lines``, or None
+    where it cannot vouch for one. DuckDB reads the lines where they are and picks the hot
+    ones itself (no copy of them), and leaves out those with a backslash: fewer rows than
+    hot lines mean one had."""
     if DUCKDB is None:
-        return None
-    data, offsets = _bytes(lines)
-    if (np.frombuffer(data, np.uint8) == _BACKSLASH).any():
         return None
     try:
         text = lines.cast(pa.large_string())  # UTF-8 checked
     except pa.ArrowInvalid:
         return None
-    con = _connection()
+    _, offsets = _bytes(lines)
     cuts = [0, *np.searchsorted(offsets, np.arange(_TOKENIZE_BLOCK, int(offsets[-1]),
                                                    _TOKENIZE_BLOCK)).tolist(), len(lines)]
+    con = _connection()
     parts = []
     for lo, hi in zip(cuts, cuts[1:], strict=False):
         if hi <= lo:
             continue
-        con.register("hot_lines", pa.table({"line": text.slice(lo, hi - lo)}))
+        picked = hot.slice(lo, hi - lo)
+        con.register("hot_lines", pa.table({"line": text.slice(lo, hi - lo), "hot": picked}))
         try:
             tokens = con.sql(_TOKENS).to_arrow_table()
         except DUCKDB.Error:
             return None
         finally:
             con.unregister("hot_lines")
-        typed = _typed(tokens)
+        typed = _typed(tokens) if tokens.num_rows == picked.true_count else None
         if typed is None:
             return None
         parts.append(typed)
     return pa.concat_tables(parts)
 
 
-def parse_hot(lines: pa.LargeBinaryArray) -> pa.Table:
-    """The hot lines (each ending in its newline, at least one) as ``HOT_ARROW`` columns;
-    ``pa.ArrowInvalid`` where a line is not JSON of the writer's types."""
-    fast = _tokenized(lines)
-    return fast if fast is not None else _read(lines)
+def parse_hot(lines: pa.LargeBinaryArray, hot: pa.BooleanArray | None = None) -> pa.Table:
+    """The ``hot`` ones of ``lines`` (each ending in its newline; at least one; all when
+    ``hot`` is None) as ``HOT_ARROW`` columns; ``pa.ArrowInvalid`` where one is not JSON of
+    the writer's types."""
+    if hot is None:
+        hot = pa.array(np.ones(len(lines), np.bool_))
+    fast = _tokenized(lines, hot)
+    return fast if fast is not None else _read(lines.filter(hot))

@@ -276,8 +276,8 @@ class _Block:
         self.top = int(pc.max(pc.cast(prefix.field("ts"), pa.int64())).as_py())
 
     def hot(self) -> pa.Table | None:
-        lines = self.lines.filter(pc.is_in(self.event, value_set=_HOT_SET))
-        return parse_hot(lines) if len(lines) else None
+        hot = pc.is_in(self.event, value_set=_HOT_SET)
+        return parse_hot(self.lines, hot) if hot.true_count else None
 
     def side(self, with_first: bool) -> tuple[list[int], list[bytes]]:
         """The side lines (numbers within the block, 0-based) and their bytes (newline

@@ -38,13 +38,16 @@ def _lines(*raw: bytes) -> pa.LargeBinaryArray:
     return pa.array([r + b"\n" for r in raw], pa.large_binary())
 
 
-def _hot_lines(text: bytes) -> pa.LargeBinaryArray:
-    """The hot lines of a trace's text, picked as the scan picks them."""
+def _block(text: bytes) -> tuple[pa.LargeBinaryArray, pa.BooleanArray]:
+    """A trace's lines and which are hot, as the scan has them."""
     region = memoryview(text if text.endswith(b"\n") else text + b"\n")
     block = scan._Block(region, 0, np.flatnonzero(np.frombuffer(region, np.uint8) == 10))
-    hot: pa.LargeBinaryArray = block.lines.filter(pc.is_in(block.event,
-                                                           value_set=scan._HOT_SET))
-    return hot
+    return block.lines, pc.is_in(block.event, value_set=scan._HOT_SET)
+
+
+def _fast(lines: pa.LargeBinaryArray) -> pa.Table | None:
+    """The fast parser's answer for all of ``lines``."""
+    return hot_parse._tokenized(lines, pa.array([True] * len(lines)))
 
 
 def _traces(tmp_path: Path) -> list[tuple[str, bytes]]:
@@ -61,19 +64,19 @@ def test_the_fast_parser_gives_the_readers_rows_for_every_recorded_and_catalogue
     traces = _traces(tmp_path)
     assert len(traces) > 40
     for name, text in traces:
-        lines = _hot_lines(text)
-        if not len(lines):
+        lines, hot = _block(text)
+        if not hot.true_count:
             continue
-        fast = hot_parse._tokenized(lines)
+        fast = hot_parse._tokenized(lines, hot)
         assert fast is not None, name
-        assert fast.equals(hot_parse._read(lines)), name
-        assert fast.schema == HOT_ARROW
+        assert fast.equals(hot_parse._read(lines.filter(hot))), name
+        assert fast.schema == HOT_ARROW and fast.num_rows == hot.true_count
 
 
 def test_a_field_the_line_lacks_or_writes_as_null_is_null() -> None:
     lines = _lines(orjson.dumps(ACK), orjson.dumps({**HW, "role": None, "old": None}))
     table = parse_hot(lines)
-    assert hot_parse._tokenized(lines) is not None
+    assert _fast(lines) is not None
     rows = table.to_pylist()
     assert rows[0]["replica"] is None and rows[0]["offset"] == 0 and rows[0]["acks"] == "all"
     assert rows[1]["role"] is None and rows[1]["old"] is None and rows[1]["new"] == 21
@@ -94,7 +97,7 @@ def test_a_field_the_line_lacks_or_writes_as_null_is_null() -> None:
 def test_a_field_of_another_json_type_is_refused_as_the_reader_refuses_it(
         field: str, value: object) -> None:
     lines = _lines(orjson.dumps(HW), orjson.dumps({**HW, field: value}))
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     with pytest.raises(pa.ArrowInvalid):
         hot_parse._read(lines)
     with pytest.raises(pa.ArrowInvalid):
@@ -103,7 +106,7 @@ def test_a_field_of_another_json_type_is_refused_as_the_reader_refuses_it(
 
 def test_a_number_too_large_for_int64_is_refused() -> None:
     lines = _lines(orjson.dumps(ACK).replace(b'"offset":0', b'"offset":99999999999999999999'))
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     with pytest.raises(pa.ArrowInvalid):
         parse_hot(lines)
 
@@ -117,7 +120,7 @@ def test_a_number_too_large_for_int64_is_refused() -> None:
 ])
 def test_a_line_with_a_backslash_is_left_to_the_reader(raw: bytes) -> None:
     lines = _lines(orjson.dumps(HW), raw)
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     try:
         expected = hot_parse._read(lines)
     except pa.ArrowInvalid:
@@ -131,14 +134,14 @@ def test_a_line_with_a_backslash_is_left_to_the_reader(raw: bytes) -> None:
 def test_a_line_duckdb_cannot_read_gets_the_readers_verdict() -> None:
     # not JSON after the first member's value (DuckDB refuses it; so does the reader)
     lines = _lines(orjson.dumps(HW), b'{"seq":288,"ts_us":1,"event":"hw_update" "x"}')
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     with pytest.raises(pa.ArrowInvalid):
         parse_hot(lines)
 
 
 def test_bytes_that_are_not_utf8_get_the_readers_verdict() -> None:
     lines = _lines(orjson.dumps(HW), orjson.dumps(ACK).replace(b"producer-0", b"producer-\xff"))
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     try:
         expected = hot_parse._read(lines)
     except pa.ArrowInvalid:
@@ -152,9 +155,9 @@ def test_lines_cut_into_several_queries_give_the_same_rows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _lines(*[orjson.dumps({**ACK, "seq": n, "offset": n, "value": f"p0-{n}"})
                      for n in range(500)])
-    whole = hot_parse._tokenized(lines)
+    whole = _fast(lines)
     monkeypatch.setattr(hot_parse, "_TOKENIZE_BLOCK", 1000)  # ≈ 6 lines per query
-    cut = hot_parse._tokenized(lines)
+    cut = _fast(lines)
     assert whole is not None and cut is not None
     assert cut.equals(whole) and cut.num_rows == 500
     assert cut.column("offset").to_pylist() == list(range(500))
@@ -163,6 +166,17 @@ def test_lines_cut_into_several_queries_give_the_same_rows(
 def test_without_duckdb_the_reader_parses_every_line(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _lines(orjson.dumps(ACK), orjson.dumps(HW))
     monkeypatch.setattr(hot_parse, "DUCKDB", None)
-    assert hot_parse._tokenized(lines) is None
+    assert _fast(lines) is None
     assert parse_hot(lines).equals(hot_parse._read(lines))
     assert parse_hot(lines).column("event").to_pylist() == ["produce_ack", "hw_update"]
+
+
+def test_only_the_hot_lines_are_parsed_and_a_backslash_elsewhere_does_not_matter() -> None:
+    side = orjson.dumps({"seq": 1, "ts_us": 0, "event": "fault", "note": 'a "quoted" \\ word',
+                         "partition": "not an int here"})
+    lines = _lines(orjson.dumps(HW), side, orjson.dumps(ACK))
+    hot = pa.array([True, False, True])
+    fast = hot_parse._tokenized(lines, hot)
+    assert fast is not None and fast.equals(hot_parse._read(lines.filter(hot)))
+    assert fast.column("event").to_pylist() == ["hw_update", "produce_ack"]
+    assert parse_hot(lines, hot).equals(fast)
