@@ -12,8 +12,9 @@ Two parsers, one result:
   gives them their types with its strict casts: an integer field's text must be an integer
   literal in range (``"3"``, ``3.5``, ``1e3``, ``true`` fail), a string field's must be a
   JSON string (it starts with ``"``) and is then the text between the quotes — which is the
-  string itself because the lines hold no backslash (checked first: no escapes to undo, and
-  no member name that is spelt with an escape). DuckDB alone would not do: its typed
+  string itself because the lines hold no backslash (the query leaves out a line with one,
+  and fewer rows than hot lines send the block to the reader: no escapes to undo, no member
+  name spelt with an escape). DuckDB alone would not do: its typed
   extraction converts what it can (``"3"`` and ``true`` into integers, ``3.5`` into 4, a
   number into a string), which the writer never writes and the scan must refuse.
 * *Strict reader* (``_read``): pyarrow's JSON reader with the writer's schema, which
@@ -22,11 +23,12 @@ Two parsers, one result:
   that are not UTF-8, or no DuckDB installed), so a doubtful block gets exactly the
   reader's verdict: the reader's rows, or its ``ArrowInvalid``.
 
-Why: on the reference corpus's hot lines (383k lines, 79 MiB per trace) the reader takes
-0.8-1.15 s of CPU per trace and the fast parser 0.54-0.59 s (DuckDB 0.46 s of it): about
-10 s of the Python workers' CPU per 10M-event pass, out of 35-42 s (2026-11-27,
-``docs/performance.md``). ``tests/spark/test_hot_parse.py`` holds the two to the same rows
-over every catalogue trace and to the same refusals.
+Why: on a reference trace's hot lines (383k of its 560k lines, 79 MiB) picking them and
+pyarrow's reader took 0.78-1.0 s of CPU, the fast parser 0.48-0.51 s (DuckDB about 0.39 s
+of it): 8-10 s of the Python workers' CPU per 10M-event pass, out of 35-42 s (2026-11-27,
+``docs/performance.md``; the same tables for all 21 traces of that corpus).
+``tests/spark/test_hot_parse.py`` holds the two to the same rows over every recorded
+regression trace and catalogue trace, and to the same refusals.
 
 One member twice in a line: the reader refuses the line, DuckDB takes the first. The writer
 writes a dict (no member twice), and a file edited and sealed again — the only way to get

@@ -28,10 +28,10 @@ last one summary row per file (2, ``_raw`` = JSON: lines, bad, end_us, first, ha
 error; ``bad`` is 0 here: the careful path counts the lines whose crc fails).
 Rows are sent while the file still looks *clean* (line 1 a schema-1 ``run_start``, every
 prefix and seq as the writer's, every hot line of the writer's types); the summary says
-whether it was (``ok``: also the digest and ``run_end``). ``load`` sends a file whose summary is not
-clean to the careful path, which finds and places each problem (each line's crc there), and
-drops the rows the scan sent for it before it knew. A cut or damaged gzip stream, or an
-unreadable file, is not clean either.
+whether it was (``ok``: also the digest and ``run_end``). ``load`` sends a file whose
+summary is not clean to the careful path, which finds and places each problem (each line's
+crc there), and drops the rows the scan sent for it before it knew. A cut or damaged gzip
+stream, or an unreadable file, is not clean either.
 
 Why: one pass over the bytes instead of three (the JVM path reads each file for the crc
 audit, again for the side lines, again for the JSON source), and the hot lines are parsed
