@@ -23,8 +23,8 @@ wall time of one pass wanders by 20–40 % within a day, and the machine itself 
 fast on 2026-11-27 as on 2026-11-24 (the same commit, the same corpus: see
 ``docs/performance.md``); CPU seconds are the steadier figure to compare code by, wall
 seconds what a user waits. Each pass also prints the median of a speed probe taken during it
-(``SpeedProbe``: the same 25 ms of Python every 5 s): about 23-25 ms when the VM runs fast,
-33-36 ms when it runs slow — which of the two machines a figure was measured on.
+(``SpeedProbe``: the same 25 ms of Python every 5 s): about 20-25 ms when the VM runs fast,
+32-38 ms when it runs slow — which machine a figure was measured on.
 
 "All analyses" is what ``isrlab analyze --out`` computes: the anomaly table (every family),
 per-trace meta and the wide table, the roll-ups by knob, and the report views (HW
@@ -237,11 +237,12 @@ class SpeedProbe:
     """This machine's speed while a pass runs: a fixed piece of Python work (about 25 ms)
     every ``every`` seconds on a thread of its own, timed by that thread's CPU clock.
 
-    On this shared VM the same work takes about 23-25 ms for minutes, then 33-36 ms for
-    minutes (2026-11-27: nothing of the bench's own changes it; the host's other tenants
-    do), and a Spark pass's wall and CPU seconds swing with it: the same code, the same
-    corpus, 54-76 s for a warm pass. The median of the probes during a pass says which
-    machine the pass ran on. The probe costs about 0.5 % of one core."""
+    On this shared VM the same work takes 20-25 ms at times and 32-38 ms at others —
+    sometimes for minutes, sometimes from one probe to the next, and on an idle machine too
+    (2026-11-27: the host's other tenants, not the bench) — and a Spark pass's wall and CPU
+    seconds swing with it: the same code, the same corpus, 52-90 s for a warm pass. The
+    median of the probes during a pass says which machine the pass ran on. The probe costs
+    about 0.5 % of one core."""
 
     def __init__(self, every: float = 5.0) -> None:
         self._every = every
