@@ -169,11 +169,8 @@ def _tokenized(lines: pa.LargeBinaryArray, hot: pa.BooleanArray) -> pa.Table | N
     return pa.concat_tables(parts)
 
 
-def parse_hot(lines: pa.LargeBinaryArray, hot: pa.BooleanArray | None = None) -> pa.Table:
-    """The ``hot`` ones of ``lines`` (each ending in its newline; at least one; all when
-    ``hot`` is None) as ``HOT_ARROW`` columns; ``pa.ArrowInvalid`` where one is not JSON of
-    the writer's types."""
-    if hot is None:
-        hot = pa.array(np.ones(len(lines), np.bool_))
+def parse_hot(lines: pa.LargeBinaryArray, hot: pa.BooleanArray) -> pa.Table:
+    """The ``hot`` ones of ``lines`` (each ending in its newline; at least one) as
+    ``HOT_ARROW`` columns; ``pa.ArrowInvalid`` where one is not JSON of the writer's types."""
     fast = _tokenized(lines, hot)
     return fast if fast is not None else _read(lines.filter(hot))

@@ -45,9 +45,14 @@ def _block(text: bytes) -> tuple[pa.LargeBinaryArray, pa.BooleanArray]:
     return block.lines, pc.is_in(block.event, value_set=scan._HOT_SET)
 
 
+def _all(lines: pa.LargeBinaryArray) -> pa.BooleanArray:
+    """Every line hot."""
+    return pa.array([True] * len(lines))
+
+
 def _fast(lines: pa.LargeBinaryArray) -> pa.Table | None:
     """The fast parser's answer for all of ``lines``."""
-    return hot_parse._tokenized(lines, pa.array([True] * len(lines)))
+    return hot_parse._tokenized(lines, _all(lines))
 
 
 def _readers_verdict(lines: pa.LargeBinaryArray) -> pa.Table | None:
@@ -57,9 +62,9 @@ def _readers_verdict(lines: pa.LargeBinaryArray) -> pa.Table | None:
         expected = hot_parse._read(lines)
     except pa.ArrowInvalid:
         with pytest.raises(pa.ArrowInvalid):
-            parse_hot(lines)
+            parse_hot(lines, _all(lines))
         return None
-    assert parse_hot(lines).equals(expected)
+    assert parse_hot(lines, _all(lines)).equals(expected)
     return expected
 
 
@@ -88,7 +93,7 @@ def test_the_fast_parser_gives_the_readers_rows_for_every_recorded_and_catalogue
 
 def test_a_field_the_line_lacks_or_writes_as_null_is_null() -> None:
     lines = _lines(orjson.dumps(ACK), orjson.dumps({**HW, "role": None, "old": None}))
-    table = parse_hot(lines)
+    table = parse_hot(lines, _all(lines))
     assert _fast(lines) is not None
     rows = table.to_pylist()
     assert rows[0]["replica"] is None and rows[0]["offset"] == 0 and rows[0]["acks"] == "all"
@@ -114,14 +119,14 @@ def test_a_field_of_another_json_type_is_refused_as_the_reader_refuses_it(
     with pytest.raises(pa.ArrowInvalid):
         hot_parse._read(lines)
     with pytest.raises(pa.ArrowInvalid):
-        parse_hot(lines)
+        parse_hot(lines, _all(lines))
 
 
 def test_a_number_too_large_for_int64_is_refused() -> None:
     lines = _lines(orjson.dumps(ACK).replace(b'"offset":0', b'"offset":99999999999999999999'))
     assert _fast(lines) is None
     with pytest.raises(pa.ArrowInvalid):
-        parse_hot(lines)
+        parse_hot(lines, _all(lines))
 
 
 @pytest.mark.parametrize("raw", [
@@ -144,7 +149,7 @@ def test_a_line_duckdb_cannot_read_gets_the_readers_verdict() -> None:
     lines = _lines(orjson.dumps(HW), b'{"seq":288,"ts_us":1,"event":"hw_update" "x"}')
     assert _fast(lines) is None
     with pytest.raises(pa.ArrowInvalid):
-        parse_hot(lines)
+        parse_hot(lines, _all(lines))
 
 
 def test_bytes_that_are_not_utf8_get_the_readers_verdict() -> None:
@@ -169,8 +174,8 @@ def test_without_duckdb_the_reader_parses_every_line(monkeypatch: pytest.MonkeyP
     lines = _lines(orjson.dumps(ACK), orjson.dumps(HW))
     monkeypatch.setattr(hot_parse, "DUCKDB", None)
     assert _fast(lines) is None
-    assert parse_hot(lines).equals(hot_parse._read(lines))
-    assert parse_hot(lines).column("event").to_pylist() == ["produce_ack", "hw_update"]
+    assert parse_hot(lines, _all(lines)).equals(hot_parse._read(lines))
+    assert parse_hot(lines, _all(lines)).column("event").to_pylist() == ["produce_ack", "hw_update"]
 
 
 def test_only_the_hot_lines_are_parsed_and_a_backslash_elsewhere_does_not_matter() -> None:
