@@ -97,3 +97,53 @@ def test_the_final_source_is_collected_once_when_two_families_ask_at_once(
     finally:
         analysis.unpersist()
         loaded.unpersist()
+
+
+def _events_plan(df: Any) -> tuple[int, list[str]]:
+    """How many times the plan of ``df`` scans the native scan's cache (the events), and the
+    shuffles in it, leaving out what is broadcast (the small side tables) and what is inside
+    a cache."""
+    scans = 0
+    shuffles: list[str] = []
+
+    def walk(node: Any) -> None:
+        nonlocal scans
+        name = str(node.getClass().getSimpleName())
+        if name == "AdaptiveSparkPlanExec":
+            walk(node.executedPlan())
+            return
+        if name == "BroadcastExchangeExec":
+            return
+        if name == "InMemoryTableScanExec":
+            output = node.relation().output()
+            names = {str(output.apply(i).name()) for i in range(output.size())}
+            scans += "_kind" in names
+            return
+        if name == "ShuffleExchangeExec":
+            shuffles.append(str(node.toString()).splitlines()[0])
+        children = node.children()
+        for i in range(children.size()):
+            walk(children.apply(i))
+
+    walk(df._jdf.queryExecution().executedPlan())  # noqa: SLF001 - py4j's plan
+    return scans, shuffles
+
+
+def test_the_record_and_order_passes_each_scan_the_cached_events_once_without_a_shuffle(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Each pass reads the events it needs in one scan of the cache, every row keeping its
+    own kind's columns (a union of one filtered scan per kind read the cache three times in
+    the record pass: 4.9 against 2.2 CPU s on 10M events), and nothing above that scan is
+    shuffled: every aggregate and window is keyed by a superset of the cache's partitioning,
+    and the small tables are broadcast."""
+    trace = catalogue()["lost_acks_all"].write(tmp_path / "lost.jsonl")
+    loaded = load_traces(spark, [str(trace)])
+    analysis = A.Analysis(loaded)
+    try:
+        record = A.record_verdicts(loaded, analysis.source())
+        order = A.order_findings(loaded)
+        assert _events_plan(record) == (1, [])
+        assert _events_plan(order) == (1, [])
+    finally:
+        analysis.unpersist()
+        loaded.unpersist()
