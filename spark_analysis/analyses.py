@@ -18,12 +18,13 @@ equal to ``check_events`` on every trace the tests have. The mapping, definition
   that left no ``final_log``: the highest-HW replica) and
   ``committed_records``; from ``side`` only, collected (one row per partition) and broadcast;
 * record anomalies — ``record_verdicts``, **one pass** over acks, sends, consumes and committed
-  records: an aggregate keyed by (K, value, offset) (first ack there, first send, committed or
-  not, consumes there and how many of them are rewritten or retracted), a second keyed by
-  (K, value) (the value's first ack and whether its offset is committed, its offsets for
-  ``duplicate``, its visible regressions), then one window per (K, producer) in send order for
-  ``nonmonotonic_send``: ``lost_acked_write``/``lost_acked_uncommitted``/``expired``,
-  ``duplicate``, ``nonmonotonic_send`` and ``hw_regression_visible``;
+  records: an aggregate keyed by (K, value, offset) (first ack there, committed or not,
+  consumes there and how many of them are rewritten or retracted), a second keyed by
+  (K, value) (the value's first ack and whether its offset is committed, its first send —
+  the sends go straight there —, its offsets for ``duplicate``, its visible regressions),
+  then one window per (K, producer) in send order for ``nonmonotonic_send``:
+  ``lost_acked_write``/``lost_acked_uncommitted``/``expired``, ``duplicate``,
+  ``nonmonotonic_send`` and ``hw_regression_visible``;
 * order anomalies — ``order_findings``, **one pass** over ``hw_update`` and ``consume``: the
   running max of leader HWs by seq per K (``read_uncommitted``, and a leader going below the
   exposed HW), then one window for two ``lag``s: of the HW per replica
@@ -50,9 +51,10 @@ the small tables (final source, assignments) are broadcast, so neither pass exch
 large rows (``explain()`` shows no Exchange above the cached scans); the two record
 aggregates have fixed-width buffers only, so they are hash aggregates in generated code (no
 sort); the rows of each pass are a few narrow columns of ``events``, read in one scan of the
-cache per pass (each row keeps its own kind's columns: one filtered scan per kind, unioned,
-read the cache once per kind, which cost the record pass 4.9 CPU s on 10M events against
-2.2 s for one scan). No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
+cache per branch of the pass (each row keeps its own kind's columns: one filtered scan per
+kind, unioned, read the cache once per kind, which cost the record pass 4.9 CPU s on 10M
+events against 2.2 s for one scan); the record pass's sends skip its offset-level aggregate
+(half of its groups). No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
 its small result for every view that needs it.
 
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
@@ -258,8 +260,8 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     seq, offset, acks, producer and whether its offset is committed), its first send (seq,
     producer, acks), the lowest offset a consume read it at and its lowest and highest offset
     (acks, consumes, the committed log). Partitions without a final log get no
-    write/visible verdicts (as in the checker). One pass, one scan of the events: no
-    exchange of them on K-partitioned input.
+    write/visible verdicts (as in the checker). One pass (a scan of the acks and consumes, one
+    of the sends): no exchange of the events on K-partitioned input.
 
     Every aggregate buffer is fixed-width — the first ack and send are ``min_by`` of
     numbers by seq (acks as a code: 0 for "0", 2 for "all", 1 otherwise; producers are
@@ -272,24 +274,19 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     acks_code = (F.when(_acks_n() == "0", F.lit(0)).when(_acks_n() == "all", F.lit(2))
                  .otherwise(F.lit(1)))
     event, offset, value = F.col("event"), F.col("offset"), F.col("value")
-    # one scan of the cached events for all three kinds (a union of one filtered scan per
-    # kind read the cache three times: 4.9 against 2.2 CPU s on 10M events); each row keeps
-    # only its kind's columns, the others null, as three selects unioned would
+    # acks and consumes in one scan of the cached events (one filtered scan per kind, unioned,
+    # read the cache once per kind), each row keeping its own kind's columns, the others null
     is_ack = (event == "produce_ack") & offset.isNotNull() & (offset >= 0)
-    is_send = (event == "produce_send") & value.isNotNull()
     is_cons = (event == "consume") & offset.isNotNull()
-    ev = _valid_k(data.events).where(is_ack | is_send | is_cons).join(src, K, "left")
+    ev = _valid_k(data.events).where(is_ack | is_cons).join(src, K, "left")
     retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
     has_src = is_cons & F.col("has_src")
     records = ev.select(
-        *K, _value_n().alias("value"), F.when(~is_send, offset).alias("offset"),
+        *K, _value_n().alias("value"), "offset",
         F.when(is_ack & (acks_code != 0), F.col("seq")).alias("a_seq"),
         F.when(is_ack, acks_code).alias("a_acks"),
         F.when(is_ack, F.col("producer")).alias("a_prod"),
-        F.when(~is_send, value.isNotNull()).alias("dup"),
-        F.when(is_send, F.col("seq")).alias("send_seq"),
-        F.when(is_send, F.col("producer")).alias("s_prod"),
-        F.when(is_send, acks_code).alias("s_acks"),
+        value.isNotNull().alias("dup"),
         F.when(is_cons, offset).alias("coff"),
         F.when(has_src, retracted.cast("int")).alias("r1"),
         F.when(has_src, ((offset >= F.col("src_lso")) | retracted).cast("int")).alias("r2"))
@@ -302,18 +299,23 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     at = rows.groupBy("value", *K, "offset").agg(
         F.min("a_seq").alias("a_seq"), F.min_by("a_acks", "a_seq").alias("a_acks"),
         F.min_by("a_prod", "a_seq").alias("a_prod"),
-        F.min("send_seq").alias("send_seq"), F.min_by("s_prod", "send_seq").alias("s_prod"),
-        F.min_by("s_acks", "send_seq").alias("s_acks"),
         F.min("coff").alias("coff"),
         F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
         F.max("dup").alias("dup"),
         F.sum("r1").alias("r1"), F.sum("r2").alias("r2"))
     at = at.select(
-        *K, "value", "offset", "a_seq", "a_acks", "a_prod", "send_seq", "s_prod", "s_acks",
-        "coff", "committed",
+        *K, "value", "offset", "a_seq", "a_acks", "a_prod", "coff", "committed",
         F.when(F.col("dup"), F.col("offset")).alias("doff"),
         F.coalesce(F.when(F.col("committed"), F.col("r1")).otherwise(F.col("r2")), F.lit(0))
         .alias("visible"))
+    # the sends go straight to the per-value aggregate: a send has no offset, so at the
+    # offset level it met nothing but the value's other sends (their own group, half of that
+    # aggregate's groups); every aggregate below is a min, min_by or sum, the same over the
+    # sends as over their groups' results
+    sends = _valid_k(data.events).where((event == "produce_send") & value.isNotNull()).select(
+        *K, "value", F.col("seq").alias("send_seq"), F.col("producer").alias("s_prod"),
+        acks_code.alias("s_acks"), F.lit(0).cast("long").alias("visible"))
+    at = at.unionByName(sends, allowMissingColumns=True)
     # (K, value): the value's first ack (the one of lowest seq over its offsets), offsets,
     # visible regressions
     per_value = at.groupBy("value", *K).agg(
