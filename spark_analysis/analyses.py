@@ -278,7 +278,8 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     # read the cache once per kind), each row keeping its own kind's columns, the others null
     is_ack = (event == "produce_ack") & offset.isNotNull() & (offset >= 0)
     is_cons = (event == "consume") & offset.isNotNull()
-    ev = _valid_k(data.events).where(is_ack | is_cons).join(src, K, "left")
+    events = _valid_k(data.events)
+    ev = events.where(is_ack | is_cons).join(src, K, "left")
     retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
     has_src = is_cons & F.col("has_src")
     records = ev.select(
@@ -312,7 +313,7 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     # offset level it met nothing but the value's other sends (their own group, half of that
     # aggregate's groups); every aggregate below is a min, min_by or sum, the same over the
     # sends as over their groups' results
-    sends = _valid_k(data.events).where((event == "produce_send") & value.isNotNull()).select(
+    sends = events.where((event == "produce_send") & value.isNotNull()).select(
         *K, "value", F.col("seq").alias("send_seq"), F.col("producer").alias("s_prod"),
         acks_code.alias("s_acks"), F.lit(0).cast("long").alias("visible"))
     at = at.unionByName(sends, allowMissingColumns=True)
