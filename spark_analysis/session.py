@@ -6,7 +6,8 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
   file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, a
   driver heap of a third of the machine's memory (2-8 GiB), room for 1,000 generated
-  classes (``CODEGEN_CACHE_ENTRIES``).
+  classes (``CODEGEN_CACHE_ENTRIES``), the parallel collector (``LOCAL_JVM_OPTIONS``), and
+  the driver's planning code kept out of C2 (``C1_ONLY_CODE``).
 * ``--master local[...]`` → that master with the same profile.
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
@@ -31,12 +32,15 @@ The analysis code uses DataFrames only — no RDDs, no ``sparkContext`` outside 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from pathlib import Path
+from typing import Any, Final
 
 from pyspark.sql import SparkSession
 
@@ -71,6 +75,37 @@ QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
 LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
                      "-XX:+UnlockDiagnosticVMOptions "
                      "-XX:GCLockerRetryAllocationCount=100")
+
+
+#: Driver-side code that HotSpot's optimizing compiler (C2) is kept away from in
+#: ``isrlab analyze``'s local driver (``keep_driver_code_out_of_c2``): class-name prefixes of
+#: code that plans, compiles and reports queries — Janino (which compiles Spark's generated
+#: classes), Catalyst's analyzer, optimizer, rules and plan trees, Py4J and Pyrolite (the
+#: Python bridge), the JSON libraries and the SQL listener's plan graphs — never the code
+#: that runs per row (Catalyst's expressions, the generated classes, execution). Such code
+#: runs a few thousand times per query plan, so it reaches C2's thresholds late, a few
+#: methods at a time, and a warm pass kept paying C2 for it: in a third pass over 10M events
+#: C2 spent 22 s, 4.4 s of it on the planner's packages and 1.6 s on Janino (2026-11-28,
+#: ``-XX:+LogCompilation``; in the second pass Janino's share was 5.0 s of 34.4 s). Kept out
+#: of C2, it stays at C1's full-speed tier. Measured the same day (two sessions of three
+#: passes each way, alternating): the JVM's compilation time in the warm passes 22.2/12.9 and
+#: 28.0/13.6 s against 30.3/16.8, 30.6/24.0 and 36.2/19.9 s, about a quarter less for the
+#: machine's speed at the time (``docs/performance.md``); the cold pass's no higher.
+C1_ONLY_CODE: Final = (
+    "org/codehaus/",
+    "org/apache/spark/sql/catalyst/analysis/",
+    "org/apache/spark/sql/catalyst/optimizer/",
+    "org/apache/spark/sql/catalyst/rules/",
+    "org/apache/spark/sql/catalyst/trees/",
+    "org/apache/spark/sql/catalyst/plans/",
+    "org/apache/spark/sql/execution/ui/",
+    "py4j/",
+    "net/razorvine/",
+    "org/json4s/",
+    "com/fasterxml/",
+)
+#: The JVM system property that says ``C1_ONLY_CODE``'s directive is installed.
+_C1_ONLY_MARK: Final = "isrlab.c1-only-code"
 
 
 #: Generated classes Spark keeps compiled (``spark.sql.codegen.cache.maxEntries``, a static
@@ -160,6 +195,7 @@ def build_session(
     if master is None and active is not None:
         return active  # e.g. a notebook or the test fixture: never reconfigure it
     builder = SparkSession.builder.appName(app_name)
+    local = False  # a driver JVM started here with the local profile
     if master is not None and master.startswith("sc://"):
         builder = builder.remote(master)
         settings: dict[str, str] = {}
@@ -171,6 +207,7 @@ def build_session(
     else:
         builder = builder.master(master or "local[*]")
         settings = local_profile()
+        local = True
         # the Python workers (the native scan) run this interpreter, with its packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings.update(extra)
@@ -178,7 +215,60 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet(spark)
+    if local and "TieredStopAtLevel" not in settings["spark.driver.extraJavaOptions"]:
+        keep_driver_code_out_of_c2(spark)  # a C1-only JVM (the test suite's) has no C2
     return spark
+
+
+def keep_driver_code_out_of_c2(spark: SparkSession) -> str | None:
+    """Installs, once per JVM, a compiler directive that excludes ``C1_ONLY_CODE`` from C2 in
+    the session's driver JVM (HotSpot then compiles it at C1's full-speed tier), through the
+    JVM's ``Compiler.directives_add`` diagnostic command — at run time, so the JVM prints
+    nothing of it and starts with no extra flag. Returns the JVM's answer ("1 compiler
+    directives added"), or why not: a JVM without the command or without the session's
+    driver here (Spark Connect) keeps its JIT as it is, which changes speed, not results."""
+    try:
+        sc = spark.sparkContext
+        jvm: Any = sc._jvm  # noqa: SLF001 - the documented py4j entry points
+        gateway: Any = sc._gateway  # noqa: SLF001
+        system = jvm.java.lang.System
+        if system.getProperty(_C1_ONLY_MARK) is not None:
+            return "already installed"
+        directive = json.dumps([{"match": [f"{prefix}*.*" for prefix in C1_ONLY_CODE],
+                                 "c2": {"Exclude": True}}])
+        with tempfile.TemporaryDirectory(prefix="isrlab-jit-") as folder:
+            path = Path(folder) / "directives.json"
+            path.write_text(directive, encoding="utf-8")
+            answer = _diagnostic_command(jvm, gateway, "compilerDirectivesAdd", str(path))
+        if "added" in answer:
+            system.setProperty(_C1_ONLY_MARK, "1")
+        return answer.strip()
+    except Exception as exc:  # noqa: BLE001 - Connect, another JVM, py4j: speed only
+        return f"not installed: {type(exc).__name__}"
+
+
+def _diagnostic_command(jvm: Any, gateway: Any, operation: str, *args: str) -> str:
+    """A HotSpot diagnostic command (``jcmd``'s, by its MBean operation name) run in the
+    session's own JVM, and its output. Called through the exported ``MBeanServerConnection``
+    interface: Py4J finds no ``invoke`` on the platform server's own (unexported) class."""
+    Class = jvm.java.lang.Class
+
+    def array(of: Any, items: list[Any]) -> Any:
+        out = gateway.new_array(of, len(items))
+        for i, item in enumerate(items):
+            out[i] = item
+        return out
+
+    invoke = Class.forName("javax.management.MBeanServerConnection").getMethod(
+        "invoke", array(jvm.java.lang.Class, [
+            Class.forName(n) for n in ("javax.management.ObjectName", "java.lang.String",
+                                       "[Ljava.lang.Object;", "[Ljava.lang.String;")]))
+    server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+    name = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
+    params = array(jvm.java.lang.Object, [array(jvm.java.lang.String, list(args))])
+    signature = array(jvm.java.lang.String, ["[Ljava.lang.String;"])
+    return str(invoke.invoke(server, array(jvm.java.lang.Object,
+                                           [name, operation, params, signature])))
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,38 @@ def test_the_local_driver_uses_a_compacting_collector_and_retries_gc_locker_bloc
     assert flags["GCLockerRetryAllocationCount"] == "100", flags["GCLockerRetryAllocationCount"]
 
 
+def test_the_local_driver_keeps_its_planning_code_out_of_c2_once_per_jvm(
+        spark: SparkSession) -> None:
+    """``isrlab analyze``'s local driver excludes ``C1_ONLY_CODE`` (Janino, Catalyst's
+    planner, the Python bridge) from C2 with a compiler directive installed through the JVM's
+    own diagnostic command: HotSpot lists the directive with every prefix and C2 excluded,
+    a second call installs nothing more, and no prefix covers code that runs per row."""
+    from spark_analysis.session import (
+        C1_ONLY_CODE,
+        _diagnostic_command,
+        keep_driver_code_out_of_c2,
+    )
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway  # noqa: SLF001
+    first = keep_driver_code_out_of_c2(spark)
+    assert first in ("1 compiler directives added", "already installed"), first
+    assert keep_driver_code_out_of_c2(spark) == "already installed"
+    printed = _diagnostic_command(jvm, gateway, "compilerDirectivesPrint")
+    ours = [block for block in printed.split("Directive:")
+            if f"{C1_ONLY_CODE[0]}*.*" in block]
+    assert len(ours) == 1, printed
+    for prefix in C1_ONLY_CODE:
+        assert f"{prefix}*.*" in ours[0]
+    c2 = ours[0].split("c2 directives:")[1]
+    assert "Exclude:true" in c2 and "Exclude:true" not in ours[0].split("c2 directives:")[0]
+    per_row = ("org/apache/spark/sql/catalyst/expressions/GeneratedClass",
+               "org/apache/spark/sql/catalyst/expressions/UnsafeRow",
+               "org/apache/spark/sql/catalyst/expressions/codegen/UnsafeRowWriter",
+               "org/apache/spark/sql/execution/columnar/InMemoryTableScanExec",
+               "org/apache/spark/sql/execution/aggregate/HashAggregateExec",
+               "org/apache/spark/unsafe/types/UTF8String", "scala/collection/Iterator")
+    assert not [c for c in per_row for p in C1_ONLY_CODE if c.startswith(p)]
+
+
 def _classes_compiled(spark: SparkSession) -> int:
     """Classes Spark's code generator has compiled in this JVM so far (its own counter)."""
     metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics  # noqa: SLF001
