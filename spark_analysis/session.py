@@ -87,10 +87,11 @@ LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
 #: methods at a time, and a warm pass kept paying C2 for it: in a third pass over 10M events
 #: C2 spent 22 s, 4.4 s of it on the planner's packages and 1.6 s on Janino (2026-11-28,
 #: ``-XX:+LogCompilation``; in the second pass Janino's share was 5.0 s of 34.4 s). Kept out
-#: of C2, it stays at C1's full-speed tier. Measured the same day (two sessions of three
-#: passes each way, alternating): the JVM's compilation time in the warm passes 22.2/12.9 and
-#: 28.0/13.6 s against 30.3/16.8, 30.6/24.0 and 36.2/19.9 s, about a quarter less for the
-#: machine's speed at the time (``docs/performance.md``); the cold pass's no higher.
+#: of C2, it stays at C1's full-speed tier. Measured the same day (three sessions of three
+#: passes each way): the JVM's compilation time in the first two warm passes 22.2/12.9,
+#: 28.0/13.6 and 31.5/14.3 s against 30.3/16.8, 30.6/24.0, 28.6/18.3 and 36.2/19.9 s — a
+#: quarter to a third less for the machine's speed at the time — and the CPU outside the
+#: compiler no higher (``docs/performance.md``); the cold pass's compilation no higher.
 C1_ONLY_CODE: Final = (
     "org/codehaus/",
     "org/apache/spark/sql/catalyst/analysis/",
@@ -220,7 +221,7 @@ def build_session(
     return spark
 
 
-def keep_driver_code_out_of_c2(spark: SparkSession) -> str | None:
+def keep_driver_code_out_of_c2(spark: SparkSession) -> str:
     """Installs, once per JVM, a compiler directive that excludes ``C1_ONLY_CODE`` from C2 in
     the session's driver JVM (HotSpot then compiles it at C1's full-speed tier), through the
     JVM's ``Compiler.directives_add`` diagnostic command — at run time, so the JVM prints
