@@ -81,13 +81,14 @@ LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
 #: ``isrlab analyze``'s local driver (``keep_driver_code_out_of_c2``): class-name prefixes of
 #: code that plans, compiles and reports queries — Janino (which compiles Spark's generated
 #: classes), Catalyst's analyzer, optimizer, rules and plan trees, Py4J and Pyrolite (the
-#: Python bridge), the JSON libraries and the SQL listener's plan graphs — never the code
-#: that runs per row (Catalyst's expressions, the generated classes, execution). Such code
-#: runs a few thousand times per query plan, so it reaches C2's thresholds late, a few
-#: methods at a time, and a warm pass kept paying C2 for it: in a third pass over 10M events
-#: C2 spent 22 s, 4.4 s of it on the planner's packages and 1.6 s on Janino (2026-11-28,
-#: ``-XX:+LogCompilation``; in the second pass Janino's share was 5.0 s of 34.4 s). Kept out
-#: of C2, it stays at C1's full-speed tier. Measured the same day (three sessions of three
+#: Python bridge), json4s and the SQL listener's plan graphs — never the code that runs per
+#: row (Catalyst's expressions, the generated classes, execution, Jackson: the JSON reader's
+#: tokenizer, which parses the side lines). Such code runs a few thousand times per query
+#: plan, so it reaches C2's thresholds late, a few methods at a time, and a warm pass kept
+#: paying C2 for it: in a third pass over 10M events C2 spent 22 s, 4.4 s of it on the
+#: planner's packages and 1.6 s on Janino (2026-11-28, ``-XX:+LogCompilation``; in the
+#: second pass Janino's share was 5.0 s of 34.4 s). Kept out of C2, it stays at C1's
+#: full-speed tier. Measured the same day (three sessions of three
 #: passes each way): the JVM's compilation time in the first two warm passes 22.2/12.9,
 #: 28.0/13.6 and 31.5/14.3 s against 30.3/16.8, 30.6/24.0, 28.6/18.3 and 36.2/19.9 s — a
 #: quarter to a third less for the machine's speed at the time — and the CPU outside the
@@ -103,7 +104,6 @@ C1_ONLY_CODE: Final = (
     "py4j/",
     "net/razorvine/",
     "org/json4s/",
-    "com/fasterxml/",
 )
 #: The JVM system property that says ``C1_ONLY_CODE``'s directive is installed.
 _C1_ONLY_MARK: Final = "isrlab.c1-only-code"
