@@ -110,6 +110,17 @@ def _acks_n() -> Column:
         F.col("acks"))
 
 
+def _stable(sql: str) -> Column:
+    """A SQL expression with higher-order functions whose lambda variables keep the names
+    written in it. PySpark's own ``F.filter(col, lambda x: ...)`` names each variable afresh
+    (``x_3``, then ``x_11`` in the next analysis: one counter per JVM), the name goes into
+    the generated Java code, and so every analysis compiled those classes again (Janino,
+    then the JIT from the interpreter up): 8 of the 10 classes a third 10M-event pass still
+    compiled (2026-11-28, ``docs/performance.md``). Column names in backticks where SQL has
+    a keyword of that name."""
+    return F.expr(sql)
+
+
 def _long_counts(df: DataFrame, names: tuple[str, ...]) -> DataFrame:
     """(K, one column per name) -> (K, anomaly, n) for the names with n > 0."""
     pairs = F.explode(F.map_from_arrays(F.array(*[F.lit(n) for n in names]),
@@ -137,11 +148,11 @@ def trace_meta(data: Loaded) -> DataFrame:
             F.col("sc.name").alias("scenario"),
             F.coalesce("run_protocol", "sc.protocol").alias("protocol"),
             F.array_join(F.array_sort(F.array_distinct(
-                F.transform("sc.producers", lambda p: p["acks"]))), ",").alias("acks"),
-            F.array_min(F.transform(
-                "sc.topics", lambda t: t["min.insync.replicas"])).alias("min_insync_replicas"),
-            F.exists("sc.topics", lambda t: F.coalesce(
-                t["unclean.leader.election.enable"], F.lit(False))).alias("unclean"),
+                _stable("transform(sc.producers, p -> p.acks)"))), ",").alias("acks"),
+            F.array_min(_stable("transform(sc.topics, t -> t.`min.insync.replicas`)"))
+            .alias("min_insync_replicas"),
+            _stable("exists(sc.topics, t -> coalesce(t.`unclean.leader.election.enable`, "
+                    "false))").alias("unclean"),
             F.coalesce(F.array_join("fault_kinds", ","), F.lit("")).alias("fault_kinds"),
             F.col("sc.expect").alias("expect"),
             F.coalesce(F.col("sc.imported"), F.lit(False)).alias("imported"),
@@ -175,8 +186,8 @@ def final_replicas(side: DataFrame, *, epochs: bool = True) -> DataFrame:
              F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
              F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso")]
     if epochs:
-        last = F.transform(F.filter("records", lambda r: F.size(r) >= 2),
-                           lambda r: F.try_element_at(r, F.lit(3)).try_cast("int"))
+        last = _stable("transform(filter(records, r -> size(r) >= 2), "
+                       "r -> try_cast(try_element_at(r, 3) AS int))")
         marks.append(F.max(F.coalesce(F.array_max(last), F.lit(-1))).alias("last_epoch"))
     return _final_logs(side).groupBy(*K, "replica").agg(*marks)
 
@@ -420,13 +431,13 @@ def order_findings(data: Loaded) -> DataFrame:
     rows = rows.join(asg, ~rows["is_hw"] & (rows["tid"] == asg["_at"])
                      & rows["consumer"].eqNullSafe(asg["_ac"]), "left")
 
-    def ends_chain(a: Column) -> Column:
-        return (a["s"] < F.col("seq")) & (
-            a["e"] | ~F.coalesce(F.array_contains(a["ps"], F.col("partition")), F.lit(False)))
+    # the assignments (and crashes) before the row that end its chain (``_stable``)
+    ends_chain = _stable("size(filter(_asgs, a -> a.s < seq AND (a.e OR NOT coalesce("
+                         "array_contains(a.ps, `partition`), false))))")
     gen = (F.when(F.col("is_hw"), F.when(F.col("_dels").isNull(), F.lit(0)).otherwise(
-               F.size(F.filter("_dels", lambda d: d < F.col("seq")))))
+               _stable("size(filter(_dels, d -> d < seq))")))
            .when(F.col("_asgs").isNull(), F.lit(0))
-           .otherwise(F.size(F.filter("_asgs", ends_chain))))
+           .otherwise(ends_chain))
     rows = rows.select(*K, "seq", "ts_us", "replica", "reason", "role", "old", "new", "lhw",
                        "is_hw", "group", "consumer", "offset", "hw", "value", gen.alias("gen"))
     w_before = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
@@ -497,8 +508,7 @@ def log_divergence(side: DataFrame) -> DataFrame:
     per_offset = recs.groupBy(*K, "offset").agg(
         F.size(F.collect_set("replica")).alias("with_record"),
         F.collect_set("value").alias("held"))
-    covering = F.size(F.filter(
-        "_spans", lambda s: (s["lso"] <= F.col("offset")) & (F.col("offset") < s["hw"])))
+    covering = _stable("size(filter(_spans, s -> s.lso <= `offset` AND `offset` < s.hw))")
     df = per_offset.join(spans, K).select(*K, "offset", covering.alias("replicas"),
                                           "with_record", "held")
     values = F.array_sort(F.when(F.col("with_record") < F.col("replicas"),

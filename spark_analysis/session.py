@@ -6,8 +6,10 @@ Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
   file splits ≥ 4 × cores, UI off, UTC session time zone, every listener on loopback, a
   driver heap of a third of the machine's memory (2-8 GiB), room for 1,000 generated
-  classes (``CODEGEN_CACHE_ENTRIES``), the parallel collector (``LOCAL_JVM_OPTIONS``), and
-  the driver's planning code kept out of C2 (``C1_ONLY_CODE``).
+  classes (``CODEGEN_CACHE_ENTRIES``) named so that an analysis run again finds them
+  (``STABLE_CODE``), the parallel collector (``LOCAL_JVM_OPTIONS``), Arrow's per-access
+  checks off (``ARROW_JVM_OPTIONS``), and the driver's planning code kept out of C2
+  (``C1_ONLY_CODE``).
 * ``--master local[...]`` → that master with the same profile.
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
@@ -53,8 +55,20 @@ APP_NAME = "isrlab-analyze"
 #: STACK_NOTES §3.8) for JVMs that run each plan once or twice or mostly schedule tasks,
 #: with the code cache sized explicitly: without it C1-only mode reserves 48 MiB, which a
 #: long session fills (see the module note).
+#: Arrow's Java library without its per-access checks, for every driver JVM started here
+#: (``QUICK_JVM_OPTIONS``, ``LOCAL_JVM_OPTIONS``). The native scan's rows reach the JVM as
+#: Arrow batches, and Spark reads each value of each through ``ArrowColumnVector``: by
+#: default every read checks the buffer's bounds and reference count (``ArrowBuf``), and
+#: every ``get`` the value's null bit again, after Spark has already asked ``isNullAt``.
+#: The batches are the stream pyarrow wrote in the scan, lengths checked when they are
+#: loaded. Measured on 10M events (2026-11-28, the scan into rows, two sessions each way,
+#: the JVM's own CPU): 8.2-9.3 CPU s without, 5.0-5.7 with (the scan's wall 18-19 s
+#: against 14-16 s; ``docs/performance.md``). Read once, when Arrow's classes load: a
+#: startup option, not a setting of a running session.
+ARROW_JVM_OPTIONS = ("-Darrow.enable_unsafe_memory_access=true "
+                     "-Darrow.enable_null_check_for_get=false")
 QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
-                     f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m")
+                     f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m {ARROW_JVM_OPTIONS}")
 
 
 #: The local driver's JVM (JDK 17): the parallel collector, not G1. Tungsten's 64 MiB pages
@@ -74,7 +88,7 @@ QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
 #: rather than refusing to start.
 LOCAL_JVM_OPTIONS = ("-XX:+UseParallelGC -XX:+IgnoreUnrecognizedVMOptions "
                      "-XX:+UnlockDiagnosticVMOptions "
-                     "-XX:GCLockerRetryAllocationCount=100")
+                     f"-XX:GCLockerRetryAllocationCount=100 {ARROW_JVM_OPTIONS}")
 
 
 #: Driver-side code that HotSpot's optimizing compiler (C2) is kept away from in
@@ -122,6 +136,21 @@ _C1_ONLY_MARK: Final = "isrlab.c1-only-code"
 CODEGEN_CACHE_ENTRIES: Final = 1000
 
 
+#: Settings that keep a query's generated code the same text from one analysis to the next,
+#: so that the codegen cache (``CODEGEN_CACHE_ENTRIES``) finds it; for any driver that runs
+#: analyses, local or not (they change no result). A whole-stage class is named after its
+#: stage's number, and the numbers come from a per-thread counter that adaptive execution's
+#: re-planning carries from one query to the next: the same stage of the same plan was
+#: ``GeneratedIteratorForCodegenStage3`` in one pass and ``...Stage1`` in the next, new source
+#: text each time, so compiled by Janino again and JIT-compiled again from the interpreter
+#: up. In the first warm 10M-event pass 24 of the 34 classes compiled were such renamings
+#: (2026-11-28, Spark's generated code logged at DEBUG; ``docs/performance.md``). Without
+#: the number the name is ``GeneratedIteratorForCodegenStage``: stack traces lose the
+#: stage's number, nothing else. (The analyses' lambda variables, the other varying name in
+#: the code, are written with fixed names: ``analyses._stable``.)
+STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
+
+
 def local_profile(cores: int | None = None) -> dict[str, str]:
     """Settings for a small local machine (STACK_NOTES §3.6)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
@@ -143,6 +172,7 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # generated classes kept for a whole analysis and the next (see CODEGEN_CACHE_ENTRIES)
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        **STABLE_CODE,
     }
 
 
@@ -202,9 +232,9 @@ def build_session(
         settings: dict[str, str] = {}
     elif master is not None and not master.startswith("local"):
         builder = builder.master(master)
-        settings = {"spark.sql.session.timeZone": "UTC"}
+        settings = {"spark.sql.session.timeZone": "UTC", **STABLE_CODE}
     elif master is None and _chosen_by_environment():
-        settings = {"spark.sql.session.timeZone": "UTC"}
+        settings = {"spark.sql.session.timeZone": "UTC", **STABLE_CODE}
     else:
         builder = builder.master(master or "local[*]")
         settings = local_profile()
