@@ -115,9 +115,9 @@ def _stable(sql: str) -> Column:
     written in it. PySpark's own ``F.filter(col, lambda x: ...)`` names each variable afresh
     (``x_3``, then ``x_11`` in the next analysis: one counter per JVM), the name goes into
     the generated Java code, and so every analysis compiled those classes again (Janino,
-    then the JIT from the interpreter up): 8 of the 10 classes a third 10M-event pass still
-    compiled (2026-11-28, ``docs/performance.md``). Column names in backticks where SQL has
-    a keyword of that name."""
+    then the JIT from the interpreter up): 8 of the 10 new sources of a third pass over the
+    same traces (2026-11-28, ``docs/performance.md``). Column names in backticks where SQL
+    has a keyword of that name."""
     return F.expr(sql)
 
 
