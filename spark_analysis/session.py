@@ -51,22 +51,24 @@ from pyspark.sql import SparkSession
 CODE_CACHE_MIB = 256
 
 APP_NAME = "isrlab-analyze"
-#: The C1-only JIT and the serial GC (about half of Spark's start-up and first-query time,
-#: STACK_NOTES §3.8) for JVMs that run each plan once or twice or mostly schedule tasks,
-#: with the code cache sized explicitly: without it C1-only mode reserves 48 MiB, which a
-#: long session fills (see the module note).
+
 #: Arrow's Java library without its per-access checks, for every driver JVM started here
 #: (``QUICK_JVM_OPTIONS``, ``LOCAL_JVM_OPTIONS``). The native scan's rows reach the JVM as
 #: Arrow batches, and Spark reads each value of each through ``ArrowColumnVector``: by
 #: default every read checks the buffer's bounds and reference count (``ArrowBuf``), and
 #: every ``get`` the value's null bit again, after Spark has already asked ``isNullAt``.
-#: The batches are the stream pyarrow wrote in the scan, lengths checked when they are
-#: loaded. Measured on 10M events (2026-11-28, the scan into rows, two sessions each way,
-#: the JVM's own CPU): 8.2-9.3 CPU s without, 5.0-5.7 with (the scan's wall 18-19 s
-#: against 14-16 s; ``docs/performance.md``). Read once, when Arrow's classes load: a
-#: startup option, not a setting of a running session.
+#: The batches are the stream the scan's pyarrow wrote, in the schema Spark declared for
+#: it (``mapInArrow`` checks each batch's). Measured on 10M events (2026-11-28, the scan
+#: into rows, two sessions each way, the JVM's own CPU): 8.2-9.3 CPU s without, 5.0-5.7
+#: with (the scan's wall 18-19 s against 14-16 s; ``docs/performance.md``). Read once,
+#: when Arrow's classes load: a startup option, not a setting of a running session.
 ARROW_JVM_OPTIONS = ("-Darrow.enable_unsafe_memory_access=true "
                      "-Darrow.enable_null_check_for_get=false")
+
+#: The C1-only JIT and the serial GC (about half of Spark's start-up and first-query time,
+#: STACK_NOTES §3.8) for JVMs that run each plan once or twice or mostly schedule tasks,
+#: with the code cache sized explicitly: without it C1-only mode reserves 48 MiB, which a
+#: long session fills (see the module note).
 QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
                      f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m {ARROW_JVM_OPTIONS}")
 
@@ -139,14 +141,16 @@ CODEGEN_CACHE_ENTRIES: Final = 1000
 #: Settings that keep a query's generated code the same text from one analysis to the next,
 #: so that the codegen cache (``CODEGEN_CACHE_ENTRIES``) finds it; for any driver that runs
 #: analyses, local or not (they change no result). A whole-stage class is named after its
-#: stage's number, and the numbers come from a per-thread counter that adaptive execution's
-#: re-planning carries from one query to the next: the same stage of the same plan was
+#: stage's number, which comes from a per-thread counter (``WholeStageCodegenId``); under
+#: adaptive execution, which plans stages as they become ready, it depends on what was
+#: planned before: the same stage of the same plan was
 #: ``GeneratedIteratorForCodegenStage3`` in one pass and ``...Stage1`` in the next, new source
 #: text each time, so compiled by Janino again and JIT-compiled again from the interpreter
-#: up. In the first warm 10M-event pass 24 of the 34 classes compiled were such renamings
-#: (2026-11-28, Spark's generated code logged at DEBUG; ``docs/performance.md``). Without
-#: the number the name is ``GeneratedIteratorForCodegenStage``: stack traces lose the
-#: stage's number, nothing else. (The analyses' lambda variables, the other varying name in
+#: up. In a first warm pass over 4 of the bench's traces, 24 of the 34 sources compiled
+#: were such renamings (2026-11-28, Spark's generated code logged at DEBUG;
+#: ``docs/performance.md``). Without the number the name is
+#: ``GeneratedIteratorForCodegenStage``: stack traces lose the stage's number, nothing
+#: else. (The analyses' lambda variables, the other varying name in
 #: the code, are written with fixed names: ``analyses._stable``.)
 STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
