@@ -150,8 +150,8 @@ CODEGEN_CACHE_ENTRIES: Final = 1000
 #: were such renamings (2026-11-28, Spark's generated code logged at DEBUG;
 #: ``docs/performance.md``). Without the number the name is
 #: ``GeneratedIteratorForCodegenStage``: stack traces lose the stage's number, nothing
-#: else. (The analyses' lambda variables, the other varying name in
-#: the code, are written with fixed names: ``analyses._stable``.)
+#: else. (The analyses' lambda variables, the other varying name in the code, are written
+#: with fixed names: ``analyses._stable``.)
 STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
 
