@@ -11,7 +11,8 @@ Design
 ------
 * **One seed, one task.** The driver resolves the scenario once (bad input stops here, exit
   2) and sends ``(Job, seed)`` to a worker; the worker runs the emulator to a plain trace in
-  ``DIR/tmp``, checks it, gzips it into ``DIR/traces`` when it is kept, and returns the row.
+  the invocation's scratch folder (``DIR/.isrlab-scratch-XXXX``, made by ``mkdtemp``), checks
+  it, gzips it into ``DIR/traces`` when it is kept, and returns the row.
   Rows are small; traces never cross the process boundary.
 * **Processes, not forks of a live process.** Workers come from a ``forkserver`` (``spawn``
   where there is none) so no Trio run state, open file or lock of the driver is inherited; the
@@ -30,8 +31,13 @@ Design
   started, kills the workers (their unfinished seeds have no row and run again on resume),
   shuts the pool down, prints the summary of what finished and exits 130 (143 for SIGTERM).
   A second signal stops at once.
-* **Damaged folders.** A ``campaign.json`` that does not parse, or a folder with results but
-  no ``campaign.json``, is refused (it cannot tell which campaign the rows belong to). A row of
+* **Only its own folder** (``emulator.files``). ``--out DIR`` must be new, empty, or a campaign
+  folder (it holds ``campaign.json``): any other non-empty folder is the user's and is refused
+  before anything in it is read or removed (``--out ~`` once deleted every file in ``~/tmp``).
+  Scratch space is a fresh ``mkdtemp`` folder per invocation, removed at the end; those a killed
+  driver left are removed on resume, and only inside a campaign folder. Workers watch the
+  driver: when it is killed (even by SIGKILL) they exit within a second. A ``campaign.json``
+  that does not parse is refused (it cannot tell which campaign the rows belong to). A row of
   ``results.jsonl`` that is not a well-formed result (a seed, a verdict, counts) is skipped
   with a warning and its seed runs again. A seed that hit an *infrastructure* error (an
   ``OSError`` writing its trace: a full disk, a vanished folder) is written with status
@@ -82,8 +88,16 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Final, TextIO
 
+from emulator.files import (
+    FileRefused,
+    claim_folder,
+    remove_scratch,
+    remove_stale_scratch,
+    scratch_folder,
+    write_text,
+)
 from emulator.progress import Progress
-from emulator.scenario import SAFE_NAME, ScenarioError, load
+from emulator.scenario import SAFE_NAME, ScenarioError, find, load
 
 __all__ = [
     "CampaignConfig",
@@ -111,7 +125,6 @@ MAX_SEEDS: Final = 10**12
 RESULTS: Final = "results.jsonl"
 MANIFEST: Final = "campaign.json"
 TRACES: Final = "traces"
-WORK: Final = "tmp"
 #: How often the driver wakes up to refresh progress and look at the Ctrl-C flag.
 POLL_S: Final = 0.25
 #: Failing seeds listed with their reproduce command in the summary.
@@ -132,11 +145,53 @@ class Job:
     sc: dict[str, Any]
     out_dir: str
     keep_all: bool = False
+    #: this invocation's scratch folder (``out_dir`` itself when empty: the benches' own tmp)
+    scratch: str = ""
+
+    @property
+    def work(self) -> Path:
+        return Path(self.scratch or self.out_dir)
 
 
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the driver (a terminal sends SIGINT to the whole group)."""
+def _worker_init(driver: int = 0) -> None:
+    """Workers leave Ctrl-C to the driver (a terminal sends SIGINT to the whole group), and
+    exit when the driver is gone (``driver``: its pid; 0 for none to watch)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if driver:
+        threading.Thread(target=_watch_driver, args=(driver, _started(driver)),
+                         name="isrlab-watch-driver", daemon=True).start()
+
+
+def _started(pid: int) -> str | None:
+    """A process's start time (``/proc/PID/stat`` field 22: tells a reused pid apart), or
+    None where there is no ``/proc``."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat_line.rsplit(")", 1)[-1].split()[19]
+
+
+def _driver_alive(pid: int, started: str | None) -> bool:
+    if started is not None:
+        return _started(pid) == started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch_driver(pid: int, started: str | None) -> None:
+    """A worker's watch on its driver. A killed driver (SIGKILL: no ``finally`` runs) cannot
+    stop its workers, and a worker of a ``forkserver`` is not even the driver's child, so
+    each worker looks every ``POLL_S`` and leaves when the driver is gone: a seed it was
+    running has no row and runs again on resume."""
+    while _driver_alive(pid, started):
+        time.sleep(POLL_S)
+    os._exit(1)
 
 
 def _header(path: Path) -> dict[str, Any]:
@@ -160,8 +215,7 @@ def run_seed(job: Job, seed: int) -> dict[str, Any]:
     from traces.schema import ANOMALIES
 
     out = Path(job.out_dir)
-    tmp = out / WORK / f"seed-{seed}.jsonl"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = job.work / f"seed-{seed}.jsonl"
     t0 = time.perf_counter()
     row: dict[str, Any] = {"seed": seed}
     try:
@@ -221,8 +275,7 @@ def digest_seed(job: Job, seed: int) -> tuple[int, str]:
     """Run one seed only for its trace digest (the determinism re-run)."""
     from emulator.cluster import run
 
-    tmp = Path(job.out_dir) / WORK / f"seed-{seed}.rerun-{os.getpid()}.jsonl"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = job.work / f"seed-{seed}.rerun-{os.getpid()}.jsonl"
     try:
         return seed, run(job.sc, seed, str(tmp)).digest
     finally:
@@ -396,7 +449,7 @@ def _context(method: str) -> multiprocessing.context.BaseContext:
 def process_pool(jobs: int, method: str = "forkserver") -> cf.ProcessPoolExecutor:
     """Worker processes from a forkserver that preloaded the emulator (campaign, explore)."""
     return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_context(method),
-                                  initializer=_worker_init)
+                                  initializer=_worker_init, initargs=(os.getpid(),))
 
 
 def _kill_workers(pool: cf.ProcessPoolExecutor) -> None:
@@ -525,15 +578,12 @@ def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
                             "'.'): give --out")
     digest = _scenario_digest(sc)
     out = Path(cfg.out or f"out/campaigns/{sc['name']}-{digest[:10]}")
+    source = find(cfg.scenario)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / WORK).mkdir(exist_ok=True)
-        probe = out / WORK / ".probe"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise CampaignError(f"{out}: --out: cannot create or write: "
-                            f"{exc.strerror or exc}") from None
+        claim_folder(out, "--out", MANIFEST, "a campaign folder",
+                     [source] if source.is_file() else [])
+    except FileRefused as exc:
+        raise CampaignError(str(exc)) from None
     manifest = out / MANIFEST
     if manifest.exists():
         try:
@@ -549,14 +599,10 @@ def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
                 f"{out}: --out: holds a campaign of another scenario or other --set values "
                 f"({known.get('scenario')} {' '.join(known.get('overrides', []))}); "
                 "resume with the same arguments or choose another --out")
-    elif (out / RESULTS).exists() and (out / RESULTS).stat().st_size:
-        raise CampaignError(
-            f"{out}: --out: holds {RESULTS} but no {MANIFEST}: cannot tell which campaign "
-            "its rows belong to; choose another --out")
     else:
-        manifest.write_text(json.dumps({
+        write_text(manifest, json.dumps({
             "scenario": cfg.scenario, "name": sc["name"], "overrides": cfg.overrides,
-            "scenario_sha256": digest}, indent=1) + "\n", encoding="utf-8")
+            "scenario_sha256": digest}, indent=1) + "\n")
     return out
 
 
@@ -588,8 +634,10 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
     jobs = cfg.jobs or _cores()
     out = _prepare_dir(cfg, sc)
     lock = _lock(out)
+    scratch: Path | None = None
     try:
-        _clean(out / WORK)  # traces of seeds a killed campaign left behind
+        remove_stale_scratch(out, MANIFEST)   # what a killed campaign left behind
+        scratch = scratch_folder(out)
         results_path = out / RESULTS
         unusable: list[str] = []
         previous, valid = read_results(results_path, unusable)
@@ -599,7 +647,7 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
             err.write(f"isrlab campaign: {results_path}: {len(unusable) - 5} more rows that "
                       "are not result rows; ignored\n")
         todo = _Todo(cfg.seeds, previous)
-        job = Job(sc, str(out), cfg.keep_all)
+        job = Job(sc, str(out), cfg.keep_all, str(scratch))
         rows = {s: previous[s] for s in sorted(previous) if s in cfg.seeds}
         progress = _Progress(err, len(todo), sc["name"], quiet=cfg.quiet)
         results = _Results(results_path, valid)
@@ -635,7 +683,6 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
                                        time.perf_counter() - t0)
             finally:
                 results.close()
-                _clean(out / WORK)
             progress.finish()
             wall = time.perf_counter() - t0
             if finished and cfg.check_determinism > 0:
@@ -650,12 +697,9 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
             outcome.code = EXIT_FAIL
         return outcome
     finally:
+        if scratch is not None:
+            remove_scratch(scratch)
         lock.close()
-
-
-def _clean(work: Path) -> None:
-    for stale in work.glob("*"):
-        stale.unlink(missing_ok=True)
 
 
 def _failed(row: dict[str, Any]) -> bool:
@@ -791,11 +835,11 @@ def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     overrides = list(args.set)
     if args.swarm:
         overrides.append("faults.swarm=true")
-    if args.spark is not None and "://" in args.spark:
-        from spark_analysis.session import unreachable_master
-        why = unreachable_master(args.spark)
-        if why:
-            raise CampaignError(f"--spark {args.spark}: {why}")
+    if args.spark is not None:
+        from spark_analysis.cli import master_problem
+        why = master_problem(args.spark)
+        if why:   # its words name --master, analyze's flag for the same thing
+            raise CampaignError(why.replace("--master", "--spark", 1))
     return CampaignConfig(scenario=args.scenario, seeds=parse_seeds(args.seeds),
                           overrides=overrides, jobs=args.jobs, out=args.out,
                           keep_all=args.keep_all, check_determinism=args.check_determinism,

@@ -22,7 +22,12 @@ scenario's own bugs; ``all``; ``none``), each on the scenario's era. Columns: th
 forbidden by default, the scenario's expected ones and ``lost_acked_uncommitted``, those
 found in some row. Cells sum the seeds' counts, with how many seeds showed it when there
 are several. Traces go to ``--out DIR`` when given (``DIR/<row>/seed-N.jsonl.gz``), else to
-a temporary folder removed at the end.
+a temporary folder removed at the end. ``DIR`` (``emulator.files``) must be new, empty or an
+earlier compare folder (it holds ``compare.json``); any other non-empty folder, and one that
+holds the scenario file, is refused before the first run (exit 2). The runs write into a
+scratch folder inside ``DIR``; only when every row has run are the row folders moved into
+place and ``compare.json`` written, so an interrupted compare leaves an earlier comparison in
+``DIR`` whole.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ import orjson
 
 from actors.eras import BUGS, ERAS
 from emulator.args import Parser
+from emulator.files import (
+    FileRefused,
+    claim_folder,
+    remove_scratch,
+    remove_stale_scratch,
+    scratch_folder,
+    write_bytes,
+)
 from emulator.progress import Progress
 from traces.checker import DEFAULT_FORBID, check_file
 from traces.explain import RULES, explain
@@ -123,7 +136,7 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     bugs) — the overrides apply after the schedule is fixed, so one may replace it.
     ``why_first``: anomalies whose chains name a row's rule before the others'."""
     from emulator.cluster import run
-    from emulator.scenario import ScenarioError, apply_override, load_raw, resolve
+    from emulator.scenario import ScenarioError, apply_override, find, load_raw, resolve
 
     try:
         raw0, file, text, given = load_raw(scenario, list(sets))
@@ -140,7 +153,17 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
              for label, sets_ in extra]
     if progress is not None:
         progress.set_total(progress.done + len(rows) * len(seeds))
-    work = out if out is not None else Path(tempfile.mkdtemp(prefix="isrlab-compare-"))
+    if out is not None:
+        try:
+            source = find(scenario)
+            claim_folder(out, "--out", RESULT_FILE, "a compare folder",
+                         [source] if source.is_file() else [])
+            remove_stale_scratch(out, RESULT_FILE)
+            work = scratch_folder(out)
+        except FileRefused as exc:
+            raise CompareError(str(exc)) from None
+    else:
+        work = Path(tempfile.mkdtemp(prefix="isrlab-compare-"))
     try:
         for row in rows:
             for s in seeds:
@@ -170,13 +193,19 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                     row.seeds_with[name] += 1 if n else 0
                 if row.why is None:
                     row.why = _why(path, base, why_first)
+        result = Comparison(str(base["name"]), list(seeds),
+                            {s: len(p) for s, p in plans.items()}, _columns(base, rows), rows)
+        if out is not None:   # the rows into place, then the matrix (``isrlab report DIR``)
+            for sub in sorted(work.iterdir()):
+                shutil.rmtree(out / sub.name, ignore_errors=True)
+                sub.replace(out / sub.name)
+            write_bytes(out / RESULT_FILE,
+                        orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2), "--out")
     finally:
         if out is None:
             shutil.rmtree(work, ignore_errors=True)
-    result = Comparison(str(base["name"]), list(seeds), {s: len(p) for s, p in plans.items()},
-                        _columns(base, rows), rows)
-    if out is not None:   # for ``isrlab report DIR``: the matrix page
-        (out / RESULT_FILE).write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+        else:
+            remove_scratch(work)
     return result
 
 
@@ -293,11 +322,15 @@ def format_table(c: Comparison) -> str:
 
 
 def _parse_list(text: str, known: Sequence[str], flag: str) -> list[str]:
+    """A comma list of known names, at least one (``--eras ''`` was a traceback)."""
     items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise CompareError(f"{flag}: {text!r} names nothing; give one or more of "
+                           f"{', '.join(known)}")
     bad = [x for x in items if x not in known]
     if bad:
         raise CompareError(f"{flag}: unknown {', '.join(bad)} (known: {', '.join(known)})")
-    return items
+    return list(dict.fromkeys(items))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -331,6 +364,10 @@ def main(argv: Sequence[str]) -> int:
     if args.catalog is not None:
         names = None if args.catalog == "all" else [
             n.strip() for n in args.catalog.split(",") if n.strip()]
+        if names == []:
+            print(f"isrlab compare: --catalog: {args.catalog!r} names nothing; give all or "
+                  "catalog names", file=sys.stderr)
+            return EXIT_BAD_INPUT
         bar = Progress(sys.stderr, 0, "compare --catalog", "run")
         try:
             entries = catalog(names, progress=bar)
@@ -361,8 +398,6 @@ def main(argv: Sequence[str]) -> int:
                                f"takes at most {MAX_SEEDS:,} (a campaign takes more)")
         seeds = list(chosen) if chosen is not None else None
         out = Path(args.out) if args.out is not None else None
-        if out is not None and out.exists() and not out.is_dir():
-            raise CompareError(f"--out: {out} exists and is not a directory")
         bar = Progress(sys.stderr, 0, f"compare {args.scenario}", "run")
         result = compare(args.scenario, sets=args.set, eras=eras, bugs=bugs, seeds=seeds,
                          out=out, progress=bar)

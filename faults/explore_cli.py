@@ -14,6 +14,11 @@ For each anomaly found it writes ``DIR/<anomaly>.toml`` — the variant with the
 ``isrlab replay`` reproduces byte for byte; and ``DIR/summary.json``. It re-checks each
 written trace: a witness that does not reproduce is an error, never a silent success.
 
+``DIR`` (``emulator.files``) must be new, empty or an earlier explore folder (it holds
+``summary.json``); any other non-empty folder, and one holding the scenario file, is refused
+before the search (exit 2). Each witness file is written whole under a temporary name and
+renamed.
+
 Exit codes: 0 nothing found, 1 an anomaly found (its witnesses written), 2 bad input, 3 a
 witness that did not reproduce.
 """
@@ -30,6 +35,7 @@ import orjson
 
 from emulator.args import Parser
 from emulator.cluster import run
+from emulator.files import FileRefused, claim_folder, replacing, write_bytes, write_text
 from emulator.scenario import ScenarioError, find, load, load_raw
 from faults.explore import ERROR_KIND, STRATEGIES, Explorer, Summary
 from faults.shrink_cli import dumps_toml
@@ -41,6 +47,8 @@ EXIT_BAD_INPUT = 2
 #: a witness that did not show its anomaly when its scenario file ran again (a bug in
 #: isrlab's determinism, never the user's input)
 EXIT_UNREPRODUCED = 3
+#: the explore folder's marker: the summary, written last
+MARKER = "summary.json"
 BUDGET = re.compile(r"^(\d+(?:\.\d+)?)(s?)$")
 
 
@@ -84,19 +92,17 @@ def write_witnesses(sc: dict[str, Any], seed: int, summary: Summary, out: Path) 
                                f"({steps})\nreproduce: isrlab run {out / (kind + '.toml')} "
                                f"--out {out / (kind + '.jsonl')}")
         toml_path = out / f"{kind}.toml"
-        part = toml_path.with_name(toml_path.name + ".part")
-        part.write_text(text, encoding="utf-8")
-        part.replace(toml_path)
-        trace = out / f"{kind}.jsonl"
-        res = run(load(str(toml_path)), seed, str(trace))
-        if kind == ERROR_KIND:
-            if res.status != "error":
-                problems.append(f"{toml_path}: the witness ran without error")
-            continue
-        if not check_file(trace).anomalies.get(kind):
-            problems.append(f"{toml_path}: the witness does not show {kind} when run again")
-    (out / "summary.json").write_bytes(orjson.dumps(summary.to_json(),
-                                                    option=orjson.OPT_INDENT_2) + b"\n")
+        write_text(toml_path, text, "--out")
+        with replacing(out / f"{kind}.jsonl", "--out") as trace:
+            res = run(load(str(toml_path)), seed, str(trace))
+            shows = res.status == "error" if kind == ERROR_KIND else bool(
+                check_file(trace).anomalies.get(kind))
+        if not shows:
+            problems.append(f"{toml_path}: the witness ran without error" if kind == ERROR_KIND
+                            else f"{toml_path}: the witness does not show {kind} when run "
+                            "again")
+    write_bytes(out / MARKER, orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2)
+                + b"\n", "--out")
     return problems
 
 
@@ -163,14 +169,12 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_BAD_INPUT
     seed = sc["seed"] if args.seed is None else args.seed
     out = Path(args.out) if args.out else Path("out") / "explore" / sc["name"]
-    if find(args.scenario).resolve().parent == out.resolve():
-        print(f"isrlab explore: --out {out}: holds the scenario file itself, which a witness "
-              f"could overwrite: choose another directory", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    source = find(args.scenario)
     try:   # before the search, not after it
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"isrlab explore: --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        claim_folder(out, "--out", MARKER, "an explore folder",
+                     [source] if source.is_file() else [])
+    except FileRefused as exc:
+        print(f"isrlab explore: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     explorer = Explorer(sc, seed, strategy=args.strategy, max_executions=executions,
                         max_seconds=seconds, cache=not args.no_cache,

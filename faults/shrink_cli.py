@@ -7,6 +7,14 @@ and the explicit ``fault_plan`` the nemesis generated), then searches, with
 fails; then it simplifies the workload. It writes ``DIR/shrunk.toml`` — a scenario file any
 ``isrlab run`` loads, carrying the plan explicitly — and ``DIR/shrunk.jsonl``, its trace.
 
+The folder (``emulator.files``). ``DIR`` (default ``TRACE``'s name with ``.shrunk``) must be
+new, empty or a shrink folder (it holds ``shrink.json``, written first: the input and the
+targets); any other non-empty folder is refused, exit 2, and so is a ``DIR`` that holds the
+input trace (``isrlab shrink D/shrunk.jsonl --out D`` would replace its own input). The
+candidates' traces go to a scratch folder of their own (``mkdtemp``) removed at the end;
+``shrunk.toml`` and ``shrunk.jsonl`` are each written whole under a temporary name and
+renamed, so an interrupted shrink leaves the previous ones as they were.
+
 The oracle
 ----------
 A candidate is the header scenario with ``faults.plan = candidate``, ``faults.nemesis = []``
@@ -47,6 +55,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from emulator.files import (
+    FileRefused,
+    claim_folder,
+    input_file,
+    remove_scratch,
+    replacing,
+    scratch_folder,
+    write_text,
+)
 from faults.shrink import InputDoesNotFail, shrink
 
 __all__ = ["dumps_toml", "main", "shrink_trace"]
@@ -55,6 +72,8 @@ EXIT_OK: Final = 0
 EXIT_FAIL: Final = 1
 EXIT_BAD_INPUT: Final = 2
 DEFAULT_BUDGET: Final = 200
+#: the shrink folder's own record: what was shrunk, for what (the folder's marker)
+MARKER: Final = "shrink.json"
 
 
 class ShrinkInputError(Exception):
@@ -210,6 +229,10 @@ def _read_header(trace: Path) -> dict[str, Any]:
     from traces.reader import TraceError, iter_events
 
     try:
+        input_file(trace, "TRACE")
+    except FileRefused as exc:
+        raise ShrinkInputError(str(exc)) from None
+    try:
         with iter_events(trace, verify=False) as events:
             header = next(events)
     except (TraceError, StopIteration) as exc:
@@ -261,12 +284,22 @@ def shrink_trace(trace: Path, out: Path, *, budget: int = DEFAULT_BUDGET,
     header = _read_header(trace)
     targets = _targets(trace, header, list(anomalies))
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".probe").write_bytes(b"")
-        (out / ".probe").unlink()
+        claim_folder(out, "--out", MARKER, "a shrink folder", [trace])
+        write_text(out / MARKER, json.dumps({"trace": str(trace), "targets": targets},
+                                            indent=1) + "\n", inputs=[trace])
+        work = scratch_folder(out)
+    except FileRefused as exc:
+        raise ShrinkInputError(str(exc)) from None
     except OSError as exc:
-        raise ShrinkInputError(f"{out}: --out: cannot create or write: "
-                               f"{exc.strerror or exc}") from None
+        raise ShrinkInputError(f"{out}: --out: cannot write: {exc.strerror or exc}") from None
+    try:
+        return _shrink_into(trace, out, work, header, targets, budget, so, err)
+    finally:
+        remove_scratch(work)
+
+
+def _shrink_into(trace: Path, out: Path, work: Path, header: dict[str, Any],
+                 targets: list[str], budget: int, so: TextIO, err: TextIO) -> ShrinkOutcome:
     tty = err.isatty()
     last = [0.0]
 
@@ -279,7 +312,7 @@ def shrink_trace(trace: Path, out: Path, *, budget: int = DEFAULT_BUDGET,
             last[0] = now
         err.flush()
 
-    cand = _Scenario(header, targets, out, progress)
+    cand = _Scenario(header, targets, work, progress)
     plan0: list[dict[str, Any]] = [dict(f) for f in header["fault_plan"]]
     base = cand.base
     wl0 = _Workload(float(base["duration_s"]), [float(p["rate"]) for p in base["producers"]])
@@ -335,11 +368,11 @@ def shrink_trace(trace: Path, out: Path, *, budget: int = DEFAULT_BUDGET,
         f"Reproduce: {reproduce}",
     ])
     text, _ = cand.resolved(plan, wl, comment)
-    toml_path.write_text(text, encoding="utf-8")
+    write_text(toml_path, text, "--out", [trace])
     from emulator.scenario import load
 
-    anomalies_after = cand.run(load(str(toml_path)), trace_path)
-    (out / "candidate.jsonl").unlink(missing_ok=True)
+    with replacing(trace_path, "--out", [trace]) as part:
+        anomalies_after = cand.run(load(str(toml_path)), part)
     still = all(anomalies_after.get(a, 0) > 0 for a in targets)
     so.write(f"shrunk {trace} (scenario {base.get('name')}, seed {cand.seed}); kept "
              f"{', '.join(targets)}\n")

@@ -6,10 +6,14 @@ checker's incomplete traces in tests/test_checker.py."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -368,3 +372,129 @@ def test_a_billion_seed_campaign_is_never_a_list() -> None:
     assert len(todo) == 10**9 - 1
     it = iter(todo)
     assert [next(it) for _ in range(5)] == [0, 1, 2, 4, 5]
+
+
+# --------------------------------------------------------------------------- issue 47
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path below ``root`` with its bytes (None for a folder): what must survive."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+def _foreign_folder(root: Path) -> Path:
+    """A user's folder: files, a ``tmp/`` with a file and a subfolder (a campaign once
+    deleted every file of ``DIR/tmp`` and died on the subfolder)."""
+    (root / "tmp" / "sub").mkdir(parents=True)
+    (root / "tmp" / "notes.txt").write_text("the user's notes\n")
+    (root / "tmp" / "sub" / "keep.bin").write_bytes(b"\x00\x01")
+    (root / "results.jsonl").write_text('{"mine": true}\n')
+    (root / "thesis.tex").write_text("\\documentclass{article}\n")
+    return root
+
+
+@pytest.mark.parametrize("door, args", [
+    ("campaign", ["default", "--seeds", "1:1", "--set", "duration_s=2", "--set", "heal_s=3",
+                  "--set", "faults.plan=[]"]),
+    ("compare", ["s1-kip101-hw-truncation", "--eras", "0.10", "--bugs", "none"]),
+    ("explore", ["s1-kip101-hw-truncation", "--budget", "1"]),
+    ("shrink", [str(TRACE), "--budget", "1"]),
+])
+def test_a_foreign_folder_survives_every_door_that_writes_a_folder(
+        tmp_path: Path, door: str, args: list[str]) -> None:
+    """Issue 47, class 1: ``campaign --out DIR`` over a folder that was not a campaign
+    deleted every file in ``DIR/tmp`` (``--out ~``: the user's ``~/tmp``). Every door that
+    writes a folder now takes only a new, empty or marked one: the user's folder is refused
+    in one line, exit 2, and every file and subfolder in it is as it was."""
+    folder = _foreign_folder(tmp_path / "mine")
+    before = _tree(folder)
+    _one_line_exit_2(_isrlab(door, *args, "--out", str(folder)), str(folder), "--out",
+                     "not empty")
+    assert _tree(folder) == before
+
+
+def test_shrink_never_writes_over_its_own_input(tmp_path: Path) -> None:
+    """Issue 47, class 1: ``isrlab shrink D/shrunk.jsonl --out D`` (shrinking an earlier
+    shrink's result) overwrote its own input. A shrink folder holding the input is refused,
+    and the earlier shrink is byte-identical afterwards; its default folder is a new one."""
+    src = tmp_path / "src"
+    src.mkdir()
+    trace = src / TRACE.name
+    shutil.copy(TRACE, trace)
+    first = _isrlab("shrink", str(trace), "--out", str(tmp_path / "d"), "--budget", "2")
+    assert first.returncode == 0, first.stderr
+    d = tmp_path / "d"
+    assert {p.name for p in d.iterdir()} == {"shrink.json", "shrunk.toml", "shrunk.jsonl"}
+    before = _tree(tmp_path)
+    _one_line_exit_2(_isrlab("shrink", str(d / "shrunk.jsonl"), "--out", str(d),
+                             "--budget", "2"), "--out", "holds the input")
+    assert _tree(tmp_path) == before
+    again = _isrlab("shrink", str(d / "shrunk.jsonl"), "--budget", "2")
+    assert again.returncode == 0, again.stderr
+    assert (d / "shrunk.shrunk" / "shrunk.jsonl").is_file()   # beside its input
+    assert {k: v for k, v in _tree(tmp_path).items() if k in before} == before
+
+
+def test_a_campaign_resumed_after_sigkill_removes_only_its_own_scratch(tmp_path: Path
+                                                                       ) -> None:
+    """Issue 47, classes 1 and 8: a campaign driver killed by SIGKILL leaves no worker or
+    forkserver behind (the workers watch the driver and leave within a second); its
+    scratch folder is a ``mkdtemp`` of its own, which the resume removes — and nothing
+    else: a ``tmp/`` folder of the user's inside the campaign folder is not touched."""
+    out = tmp_path / "c"
+    args = ["campaign", "default", "--seeds", "1:200", "--jobs", "2", "--out", str(out),
+            "--set", "duration_s=20", "--set", "heal_s=3", "--set", "faults.plan=[]"]
+    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    pgid = proc.pid
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.glob(".isrlab-scratch-*/seed-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(out.glob(".isrlab-scratch-*")), "no seed started within 60 s"
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _group_alive(pgid), "a worker or the forkserver outlived the driver"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    stale = list(out.glob(".isrlab-scratch-*"))
+    assert stale   # SIGKILL: no finally ran
+    (out / "tmp").mkdir()
+    (out / "tmp" / "mine.txt").write_text("not the campaign's")
+    resumed = _isrlab(*args[:3], "1:1", *args[4:])
+    assert resumed.returncode == 0, resumed.stderr
+    assert not any(p.exists() for p in stale) and not list(out.glob(".isrlab-scratch-*"))
+    assert (out / "tmp" / "mine.txt").read_text() == "not the campaign's"
+
+
+def _group_alive(pgid: int) -> bool:
+    """Some process of the group is still running (zombies are not: they only wait to be
+    reaped by their parent)."""
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat_file.read_text().rsplit(")", 1)[-1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
+
+
+@pytest.mark.parametrize("flag, value", [("--eras", ""), ("--eras", " , "),
+                                         ("--bugs", ","), ("--catalog", ",")])
+def test_compare_refuses_a_list_that_names_nothing(flag: str, value: str) -> None:
+    """Issue 47, class 5: ``compare --eras ''`` was a traceback; an empty list where one
+    item is needed is one line naming the flag, exit 2."""
+    args = [flag, value] if flag == "--catalog" else ["default", flag, value]
+    _one_line_exit_2(_isrlab("compare", *args), flag, "names nothing")
+
+
+def test_campaign_spark_with_a_bad_master_url_is_one_line() -> None:
+    """Issue 47, class 8: ``campaign --spark BADURL`` reached Spark and ended in a Java
+    traceback; it is now checked as ``analyze --master`` is: one line, exit 2."""
+    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "1:1", "--spark", "BADURL"),
+                     "--spark", "BADURL", "not a Spark master URL")
