@@ -80,6 +80,8 @@ class RunResult:
     delivered: int              # inbox deliveries: network frames and timer messages
     error: str | None = None
     frames: int = 0             # of the deliveries, network frames
+    #: the signal that stopped the run (status ``aborted``): "SIGINT" or "SIGTERM"
+    interrupted_by: str | None = None
 
 
 class Cluster:
@@ -383,7 +385,11 @@ class Cluster:
         each of its replicas to the registered broker that hosts the fewest (then the
         lowest id) and is not already a replica; once it hosts nothing (polled every
         100 ms, through the heal too) it stops cleanly, is unregistered from the controller
-        and never comes back."""
+        and never comes back. When some replica has nowhere to go (every registered,
+        unfenced broker left already holds one of its partition), the decommission is
+        traced as ``rejected`` with those partitions and nothing moves, as
+        ``kafka-reassign-partitions`` refuses a plan with a replication factor above the
+        brokers available: never an operation that waits for ever."""
         if not node.startswith("broker-") or node in self.absent:
             return
         b = int(node[7:])
@@ -395,16 +401,26 @@ class Cluster:
                 if r in load:
                     load[r] += 1
         moves = []
+        stuck = []
         for tp in sorted(st.partitions):
             target = st.partitions[tp].assignment.target
             if b not in target:
                 continue
             spare = sorted((n, x) for x, n in load.items() if x not in target)
             if not spare:
-                continue   # nowhere to move it: the broker will wait
+                stuck.append(f"{tp[0]}-{tp[1]}")
+                continue
             dest = spare[0][1]
             load[dest] += 1
             moves.append((tp[0], tp[1], tuple(dest if r == b else r for r in target)))
+        if stuck:
+            # nowhere to move some replica (fewer registered, unfenced brokers left than its
+            # replication factor): kafka-reassign-partitions refuses the whole plan
+            # (InvalidReplicationFactorException), so nothing moves and the broker stays
+            self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="rejected",
+                            partitions=stuck, available=sorted(load),
+                            error="INVALID_REPLICATION_FACTOR")
+            return
         self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="start",
                         moves=[f"{t}-{p}:{','.join(map(str, r))}" for t, p, r in moves])
         if moves:
@@ -755,12 +771,15 @@ def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual
             **({"trace_messages": True} if trace_messages else {}))
     status, error = "ok", None
     extra: dict[str, Any] = {}
+    stopped_by = "SIGINT"   # a KeyboardInterrupt not raised by watch_signals: Ctrl-C
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             async def watch_signals() -> None:
+                nonlocal stopped_by
                 with trio.open_signal_receiver(signal.SIGTERM) as sigs:
                     async for _ in sigs:
+                        stopped_by = "SIGTERM"
                         raise KeyboardInterrupt
             try:
                 nursery.start_soon(watch_signals)
@@ -776,6 +795,8 @@ def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual
         leaves = _leaves(raised)
         exc = leaves[0]
         if isinstance(exc, KeyboardInterrupt):
+            if exc.args == ("SIGTERM",):   # emulator.args.sigterm_interrupts, outside Trio
+                stopped_by = "SIGTERM"
             status = "aborted"
             extra = {"error_type": "KeyboardInterrupt", "error_message": "interrupted"}
         else:
@@ -787,7 +808,8 @@ def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual
     digest = w.close(status, **extra)
     return RunResult(str(out) if out else None, digest, w.events,
                      status, cluster.sched.now / US, time.perf_counter() - wall0,
-                     cluster.sched.delivered, error, cluster.sched.delivered_frames)
+                     cluster.sched.delivered, error, cluster.sched.delivered_frames,
+                     stopped_by if status == "aborted" else None)
 
 
 @contextlib.contextmanager

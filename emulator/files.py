@@ -180,6 +180,19 @@ def _held_lock(path: Path, flag: str | None) -> Iterator[None]:
         os.close(fd)
 
 
+def final_name(path: StrPath) -> str:
+    """The name a file is written for: ``path``'s own or, for a temporary file of
+    :func:`replacing` (``.isrlab-part-XXXXXXXX-seed-1.jsonl.gz``), the final name it ends
+    with (``mkstemp``'s random part has no ``-``). A writer that records its file's name (a
+    gzip header does) records this one, so the bytes do not depend on the random name."""
+    name = Path(path).name
+    if name.startswith(PART_PREFIX):
+        _random, dash, rest = name[len(PART_PREFIX):].partition("-")
+        if dash and rest:
+            return rest
+    return name
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

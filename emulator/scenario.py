@@ -27,6 +27,7 @@ from typing import Any
 
 from actors.eras import BUGS, ERAS, FIXES, rules_for
 from actors.group import ASSIGNORS
+from emulator.files import FileRefused, input_file
 from traces.checker import DEFAULT_FORBID
 from traces.schema import ANOMALIES
 
@@ -420,7 +421,7 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     topics_raw = raw.get("topics", [{}])
     if not isinstance(topics_raw, list) or not topics_raw:
         raise src.error("topics", "must be a non-empty array of tables ([[topics]])")
-    topics = []
+    topics: list[dict[str, Any]] = []
     for i, t in enumerate(topics_raw):
         topic = _check_table(src, f"topics[{i}]", t, TOPIC)
         if topic["unclean.leader.election.enable"] is None:
@@ -433,10 +434,18 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
             raise src.error(f"topics[{i}].min.insync.replicas",
                             f"{topic['min.insync.replicas']} is above the replication factor "
                             f"({topic['replication.factor']})")
+        _check_topic_name(src, f"topics[{i}].name", topic["name"])
+        for j, prev in enumerate(topics):
+            if prev["name"] == topic["name"]:
+                raise src.error(f"topics[{i}].name", f"{topic['name']!r} is also the name of "
+                                f"topics[{j}]: topic names must be unique")
+            if _metric_name(prev["name"]) == _metric_name(topic["name"]):
+                raise src.error(f"topics[{i}].name", f"{topic['name']!r} collides with "
+                                f"topics[{j}].name {prev['name']!r}: '.' and '_' are the "
+                                f"same in metric names (Kafka: InvalidTopicException, "
+                                f"Topic.hasCollision)")
         topics.append(topic)
     names = [t["name"] for t in topics]
-    if len(set(names)) != len(names):
-        raise src.error("topics", "topic names must be unique")
     sc["topics"] = topics
 
     net = _check_table(src, "network", raw.get("network", {}), NETWORK)
@@ -539,7 +548,114 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         if fe["fault"] == "cut" and targets[0] == targets[1]:
             raise src.error(f"faults.plan[{i}].target",
                             f"a cut between {targets[0]} and itself cuts nothing")
+    _check_decommissions(src, sc)
     return sc
+
+
+#: Kafka's internal topics (``org.apache.kafka.common.internals.Topic``: the group and
+#: transaction coordinators' topics, the share-group state topic, KRaft's metadata log)
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state",
+                   "__cluster_metadata")
+#: ``Topic.MAX_NAME_LENGTH``
+MAX_TOPIC_NAME = 249
+_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def _metric_name(topic: str) -> str:
+    """``Topic.hasCollision``: '.' and '_' are one character in metric names."""
+    return topic.replace(".", "_")
+
+
+def _check_topic_name(src: _Source, field: str, name: str) -> None:
+    """Kafka's ``Topic.validate`` (InvalidTopicException), and no internal topic."""
+    if name == "":
+        raise src.error(field, "Topic name is illegal, it can't be empty (Kafka: "
+                        "InvalidTopicException)")
+    if name in (".", ".."):
+        raise src.error(field, "Topic name cannot be \".\" or \"..\" (Kafka: "
+                        "InvalidTopicException)")
+    if len(name) > MAX_TOPIC_NAME:
+        raise src.error(field, f"Topic name is illegal, it can't be longer than "
+                        f"{MAX_TOPIC_NAME} characters (got {len(name)}; Kafka: "
+                        f"InvalidTopicException)")
+    if not _TOPIC_CHARS.fullmatch(name):
+        raise src.error(field, f"Topic name {_short(name, 60)!r} is illegal, it contains a "
+                        f"character other than ASCII alphanumerics, '.', '_' and '-' (Kafka: "
+                        f"InvalidTopicException)")
+    if name in INTERNAL_TOPICS:
+        raise src.error(field, f"{name!r} is one of Kafka's internal topics "
+                        f"(Topic.isInternal): the cluster creates and owns it; give a topic "
+                        f"of your own another name")
+
+
+def _check_decommissions(src: _Source, sc: dict[str, Any]) -> None:
+    """A ``decommission`` step of the plan needs somewhere to move its broker's replicas:
+    at its time, the brokers that remain (the cluster's, plus spares an ``add_broker``
+    step started by then, minus those decommissioned before and the broker itself) must
+    be at least as many as the replication factor of every topic then (the
+    ``__consumer_offsets`` topic's too when there are consumer groups, and a
+    reassignment's replica count). With fewer, ``kafka-reassign-partitions --generate``
+    refuses ("Replication factor: 3 larger than available brokers: 2",
+    InvalidReplicationFactorException), and the broker could never leave.
+
+    This is exact for the plan as written: a broker that hosts no replica of a topic has
+    that topic's replicas all on the others, so they are at least its replication factor.
+    Brokers down (fenced) at that time are the run's business: the decommission is then
+    traced as rejected (``emulator.cluster``)."""
+    plan = sc["faults"]["plan"]
+    order = sorted(range(len(plan)), key=lambda i: float(plan[i]["at_s"]))   # as the run
+    if not any(plan[i]["fault"] == "decommission" for i in order):
+        return
+    live = set(range(1, sc["cluster"]["brokers"] + 1))
+    for i in order:
+        fe = plan[i]
+        at = float(fe["at_s"])
+        targets = fe["target"] if isinstance(fe["target"], list) else [fe["target"]]
+        ids = [int(t[7:]) for t in targets if isinstance(t, str) and t.startswith("broker-")]
+        if fe["fault"] == "add_broker":
+            live.update(ids)
+            continue
+        if fe["fault"] != "decommission":
+            continue
+        needs = _replication_factors(sc, at)
+        for b in ids:
+            if b not in live:
+                continue   # not in the cluster then: the step does nothing to it
+            others = sorted(live - {b})
+            worst = max(needs, key=lambda n: n[0])
+            if len(others) < worst[0]:
+                raise src.error(
+                    f"faults.plan[{i}].target",
+                    f"broker-{b} cannot be decommissioned at {at:g} s: its replicas would "
+                    f"have nowhere to go - {len(others)} broker(s) remain "
+                    f"({', '.join(map(str, others)) or 'none'}) for a replication factor of "
+                    f"{worst[0]} ({worst[1]}); kafka-reassign-partitions refuses such a plan "
+                    f"(\"Replication factor: {worst[0]} larger than available brokers: "
+                    f"{len(others)}\"): add a spare broker first or lower the factor")
+            live.discard(b)
+
+
+def _replication_factors(sc: dict[str, Any], at: float) -> list[tuple[int, str]]:
+    """(replication factor, what has it) of every topic and moved partition at ``at``."""
+    plan = sc["faults"]["plan"]
+    created = {fe["target"] for fe in plan
+               if fe["fault"] == "create_topic" and float(fe["at_s"]) <= at}
+    out = [(t["replication.factor"], f"topic {t['name']!r}") for t in sc["topics"]
+           if t["create_at_start"] or t["name"] in created]
+    if sc["consumers"]:
+        out.append((sc["cluster"]["offsets.topic.replication.factor"],
+                    "__consumer_offsets, offsets.topic.replication.factor"))
+    for fe in plan:
+        if (fe["fault"] == "reassign" and float(fe["at_s"]) <= at
+                and not (fe["duration_s"] > 0 and fe["at_s"] + fe["duration_s"] <= at)):
+            targets = fe["target"] if isinstance(fe["target"], list) else [fe["target"]]
+            cancelled = any(c["fault"] == "cancel_reassign"
+                            and float(fe["at_s"]) <= float(c["at_s"]) <= at
+                            and set(c["target"] if isinstance(c["target"], list)
+                                    else [c["target"]]) & set(targets) for c in plan)
+            if not cancelled:
+                out.append((len(fe["replicas"]), f"the reassignment of {', '.join(targets)}"))
+    return out or [(0, "no topic")]
 
 
 def _check_explore(src: _Source, table: Any, sc: dict[str, Any]) -> dict[str, Any]:
@@ -741,6 +857,13 @@ def load_raw(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()
     path = find(name_or_path)
     file = str(path)
     try:
+        input_file(path)   # a FIFO would block the read, a device never end it
+    except FileRefused as exc:
+        if not path.exists():
+            raise ScenarioError(file, "scenario", "no such scenario file or catalog entry"
+                                ) from None
+        raise ScenarioError(file, "scenario", str(exc).removeprefix(f"{path}: ")) from None
+    try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(file, "scenario", "no such scenario file or catalog entry"
@@ -766,8 +889,11 @@ def load_raw(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()
 
 
 def _short(item: str, most: int = 120) -> str:
-    """A ``--set`` as an error line shows it: a huge value is cut, not echoed whole."""
-    return item if len(item) <= most else f"{item[:most]}... ({len(item)} characters)"
+    """A ``--set`` as an error line shows it: control characters (a line break) escaped, so
+    the error stays one line, and a huge value cut, not echoed whole."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                    for c in item)
+    return shown if len(shown) <= most else f"{shown[:most]}... ({len(item)} characters)"
 
 
 def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
@@ -777,6 +903,10 @@ def apply_override(raw: dict[str, Any], item: str, file: str) -> str:
     the field path it set, as validation errors name it (``producers[0].rate``)."""
     if "=" not in item:
         raise ScenarioError("--set", _short(item), "expected KEY=VALUE")
+    if "\n" in item or "\r" in item:
+        # TOML would read the first line as the value and the rest as other keys, dropped
+        raise ScenarioError("--set", _short(item), "holds a line break: a --set is KEY=VALUE "
+                                                   "on one line")
     key, _, value = item.partition("=")
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]

@@ -216,8 +216,12 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             entry = {"at_s": at, "fault": "add_broker", "target": f"broker-{spare[0]}"}
         elif kind == "decommission":
             # a broker leaves for good, once its replicas have moved (never below the
-            # largest replication factor plus one, so they have somewhere to go)
-            if len(brokers) <= max(t["replication.factor"] for t in topics) + 1:
+            # largest replication factor plus one, so they have somewhere to go; with
+            # consumers, __consumer_offsets' replicas must move too)
+            widest = max(t["replication.factor"] for t in topics)
+            if sc["consumers"]:
+                widest = max(widest, int(sc["cluster"]["offsets.topic.replication.factor"]))
+            if len(brokers) <= widest + 1:
                 continue
             brokers.remove(node)
             entry = {"at_s": at, "fault": "decommission", "target": node}

@@ -183,8 +183,18 @@ class _Scenario:
         return dict(check_file(out).anomalies)
 
     def fails(self, plan: list[dict[str, Any]], wl: _Workload) -> bool:
+        from emulator.scenario import ScenarioError
+
         self.calls += 1
-        _, sc = self.resolved(plan, wl)
+        try:
+            _, sc = self.resolved(plan, wl)
+        except ScenarioError as exc:
+            # a candidate the loader refuses (a decommission left with nowhere to move
+            # its replicas once the add_broker before it was dropped) cannot be run: it is
+            # not a smaller failing plan
+            self.progress(f"shrink: run {self.calls}: {len(plan)} faults: not a valid "
+                          f"scenario ({exc.field}: {exc.message}): passes")
+            return False
         anomalies = self.run(sc, self.work / "candidate.jsonl")
         verdict = all(anomalies.get(a, 0) > 0 for a in self.targets)
         self.progress(f"shrink: run {self.calls}: {len(plan)} faults, duration_s "

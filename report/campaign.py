@@ -16,7 +16,9 @@ the campaign runner is young, so every field is read defensively:
 
 A folder without ``results.jsonl`` is treated as a plain folder of traces: each is checked
 with the in-process checker. Unreadable rows and traces are listed on the page, never fatal;
-a folder with nothing to report is a ``ReportError`` (exit 2).
+a folder with nothing to report is a ``ReportError`` (exit 2). Damaged traces (unreadable,
+or failing verification) are also returned one line each by :func:`campaign_page`, which
+``isrlab report`` prints on stderr before exiting 1.
 """
 
 from __future__ import annotations
@@ -142,8 +144,16 @@ def _find_trace(folder: Path, row: dict[str, Any]) -> Path | None:
 
 def load_campaign(folder: Path) -> tuple[list[Run], list[str], bool]:
     """(runs, problems, has_results) for a campaign folder or a plain folder of traces."""
+    runs, problems, _damaged, has_results = _load(folder)
+    return runs, problems, has_results
+
+
+def _load(folder: Path) -> tuple[list[Run], list[str], list[str], bool]:
+    """:func:`load_campaign`, and the damaged traces: one line per trace file that could
+    not be read or did not verify, naming it and the problem."""
     runs: list[Run] = []
     problems: list[str] = []
+    damaged: list[str] = []
     results = folder / "results.jsonl"
     if results.is_file():
         with results.open("rb") as fh:
@@ -166,24 +176,35 @@ def load_campaign(folder: Path) -> tuple[list[Run], list[str], bool]:
                     problems.append(f"{results}:{n}: seed {row.get('seed')!r} is not a "
                                     "seed (a non-negative integer): not counted as a run")
                     continue
-                run = _row_run(folder, row, problems, f"{results}:{n}")
+                run = _row_run(folder, row, problems, f"{results}:{n}", damaged)
                 runs = [r for r in runs if r.seed != row["seed"]]   # run again: last wins
                 runs.append(run)
-        return runs, problems, True
+        return runs, problems, damaged, True
     for p in sorted(q for q in folder.rglob("*") if q.is_file() and _is_trace(q)):
         try:
             header, counts, failing = _check(p)
         except (TraceError, OSError) as exc:
             problems.append(f"{exc}")
+            damaged.append(_damage(p, exc))
             continue
         knobs, name = _knobs(header, {})
         runs.append(Run(seed=(header or {}).get("seed"), failing=failing,
                         verdict="expect NOT met" if failing else "expect met", anomalies=counts,
                         knobs=knobs, trace=p, scenario=name))
-    return runs, problems, False
+    return runs, problems, damaged, False
 
 
-def _row_run(folder: Path, row: dict[str, Any], problems: list[str], where: str) -> Run:
+def _damage(trace: Path, exc: Exception) -> str:
+    """One line naming a damaged trace and its problem (TraceError names the file)."""
+    if isinstance(exc, TraceError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{trace}: {exc.strerror or exc}"
+    return f"{trace}: {exc}"
+
+
+def _row_run(folder: Path, row: dict[str, Any], problems: list[str], where: str,
+             damaged: list[str] | None = None) -> Run:
     trace = _find_trace(folder, row)
     counts = _counts(row)
     header = None
@@ -196,6 +217,8 @@ def _row_run(folder: Path, row: dict[str, Any], problems: list[str], where: str)
                 header = _header(trace)
         except (TraceError, OSError) as exc:
             problems.append(f"{where}: trace {exc}")
+            if damaged is not None:
+                damaged.append(_damage(trace, exc))
     counts = counts or {}
     failing, verdict = _failing(row, counts)
     if failing_checked is not None and "verdict" not in row and "expect_met" not in row:
@@ -242,10 +265,21 @@ def _shown_anomalies(runs: list[Run]) -> list[str]:
 
 def campaign_report(folder: Path) -> tuple[str, str]:
     """(HTML, one-line summary) for a campaign folder; ReportError when there is nothing."""
+    html, summary, _damaged, _read = campaign_page(folder)
+    return html, summary
+
+
+def campaign_page(folder: Path) -> tuple[str, str, list[str], list[Path]]:
+    """(HTML, one-line summary, damaged traces, files read) for a campaign folder: the
+    damaged traces one line each (``isrlab report`` prints them on stderr), the files read
+    are the inputs a report may not be written over. ReportError when there is nothing."""
     from report import ReportError
     from report.figures import rate_chart
 
-    runs, problems, has_results = load_campaign(folder)
+    runs, problems, damaged, has_results = _load(folder)
+    read = [r.trace for r in runs if r.trace is not None]
+    if has_results:
+        read.append(folder / "results.jsonl")
     if not runs and not has_results:
         detail = f" ({len(problems)} unreadable: {problems[0]})" if problems else ""
         raise ReportError(f"{folder}: no results.jsonl and no readable trace "
@@ -333,5 +367,6 @@ def campaign_report(folder: Path) -> tuple[str, str]:
                      + table(["seed", "verdict", "digest", "simulated s", "wall s", "trace"],
                              arows, row_classes=["bad" if r.failing else "" for r in runs])
                      + "</details></section>"))
-    summary = f"campaign {folder}: {len(runs)} runs, {len(failing)} failing"
-    return page(title, header, body, with_plotly=bool(shown)), summary
+    summary = f"campaign {folder}: {len(runs)} runs, {len(failing)} failing" + (
+        f", {len(damaged)} damaged trace(s) left out" if damaged else "")
+    return page(title, header, body, with_plotly=bool(shown)), summary, damaged, read

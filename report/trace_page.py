@@ -342,6 +342,11 @@ def _message_section(view: TraceView, chains: list[Any], rerun: bool
                 res = replay_trace(view.path, out, trace_messages=True)
             except TraceError as exc:
                 return None, f"The trace has no message lines and cannot be re-run ({exc}). "
+            except OSError as exc:   # no room for the re-run's trace: draw without it
+                return None, ("The trace has no message lines and could not be re-run here "
+                              f"({exc.strerror or exc}). ")
+            if res.replay_status == "aborted":   # Ctrl-C / SIGTERM during the re-run
+                raise KeyboardInterrupt
             if not res.identical:
                 return None, (
                     "The trace has no message lines, and re-running it with message tracing "

@@ -273,5 +273,8 @@ def test_first_divergence_reports_a_trace_that_ends_early() -> None:
 def test_out_may_not_overwrite_the_trace_being_replayed(
     recorded: Path, capsys: pytest.CaptureFixture[str], no_run: None,
 ) -> None:
+    before = recorded.read_bytes()
     assert replay.main([str(recorded), "--out", str(recorded)]) == 2
-    assert "is the trace being replayed" in stderr_line(capsys)
+    said = stderr_line(capsys)
+    assert "--out" in said and "refusing to overwrite" in said
+    assert recorded.read_bytes() == before

@@ -158,8 +158,10 @@ def test_killed_run_leaves_a_valid_trace_ending_in_run_end(tmp_path: Path) -> No
     proc = subprocess.Popen([*ISRLAB, "run", "default", "--out", str(out), "--set",
                              "duration_s=100000", "--set", "heal_s=10"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # the trace is written under a temporary name ending in its own, renamed at the end
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 2):
+    while time.monotonic() < deadline and not any(
+            p.stat().st_size >= 2 for p in tmp_path.glob(f".isrlab-part-*-{out.name}")):
         time.sleep(0.2)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)

@@ -26,12 +26,21 @@ Steps, each failing in its own way:
    in ``run_start`` and the ``sha256`` of ``run_end`` (which covers ``run_start``) are the
    only differences allowed.
 
-Exit codes: 0 identical, 1 diverged, 2 bad input (``isrlab: <TraceError>`` on stderr).
+Exit codes: 0 identical, 1 diverged, 2 bad input, one line on stderr (``isrlab:
+<TraceError>``; a flag out of range, e.g. ``--context`` negative or above
+``MAX_CONTEXT``; an ``--out`` that is the trace itself, is not a regular file —
+``/dev/null``, ``/dev/full``, a folder —, is being written by another isrlab command now,
+or whose write failed, e.g. a full disk), 3 INCOMPLETE: the replay was interrupted
+(SIGINT, SIGTERM), so no comparison is claimed. ``--out`` is written whole under a
+temporary name beside it and renamed onto it at the end (an interrupted replay's trace is
+kept too, sealed with ``run_end`` status ``aborted``): a failure leaves nothing
+half-written and whatever ``--out`` held before untouched (:func:`emulator.files.replacing`).
 :func:`replay_trace` is the programmatic entry point (used by ``traces.regress``).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import os
@@ -46,7 +55,8 @@ from typing import Any, Final
 
 import orjson
 
-from emulator.args import Parser
+from emulator.args import Parser, count, sigterm_interrupts
+from emulator.files import FileRefused, input_file, replacing
 from traces.integrity import unseal
 from traces.reader import Event, TraceError, is_gzip, iter_events, open_bytes
 from traces.writer import ISRLAB_VERSION
@@ -63,6 +73,10 @@ __all__ = [
 ]
 
 DEFAULT_CONTEXT: Final = 3
+#: the most identical lines ``--context`` shows before a divergence (they are kept in memory)
+MAX_CONTEXT: Final = 10_000
+#: exit code of a replay that was interrupted (as ``isrlab check`` says of such a trace)
+EXIT_INCOMPLETE: Final = 3
 #: Printed lines are cut to this many characters unless ``--full``.
 LINE_WIDTH: Final = 600
 #: Members that may differ between versions (``run_start`` / ``run_end`` only).
@@ -94,6 +108,8 @@ class ReplayResult:
     #: "raw": byte for byte; "events": one side traces messages and the other does not, so
     #: the model events are compared without their seq and crc (``model_lines``)
     mode: str = "raw"
+    #: the replay's own run status: "aborted" when SIGINT or SIGTERM stopped it
+    replay_status: str = "ok"
 
     @property
     def identical(self) -> bool:
@@ -317,7 +333,8 @@ def replay_trace(path: str | os.PathLike[str], out: str | os.PathLike[str] | Non
     return ReplayResult(
         trace=trace, replayed_trace=None if out is None else new, recorded_version=version,
         recorded_digest=recorded_digest, replayed_digest=result.digest, lines=lines,
-        divergence=divergence, plan_matches=plan_matches, warnings=warnings, mode=mode)
+        divergence=divergence, plan_matches=plan_matches, warnings=warnings, mode=mode,
+        replay_status=result.status)
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -364,32 +381,17 @@ def format_result(res: ReplayResult, *, width: int | None = LINE_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def _out_problem(trace: str, out: str) -> str | None:
-    """Why ``--out`` cannot take the replayed trace, or None."""
-    target = Path(out)
-    with contextlib.suppress(OSError):
-        if target.exists() and target.samefile(trace):
-            return "is the trace being replayed; choose another file"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"cannot create its folder: {exc.strerror}"
-    if not os.access(target.parent, os.W_OK) or (target.exists()
-                                                 and not os.access(target, os.W_OK)):
-        return "cannot write there"
-    return None
-
-
 def main(argv: list[str]) -> int:
     """``isrlab replay TRACE [--out NEW] [--context N] [--full]``."""
     parser = Parser(
         prog="isrlab replay",
         description="Re-run a recorded trace from its header and compare event by event "
-                    "(exit 0 identical, 1 diverged, 2 bad input).")
+                    "(exit 0 identical, 1 diverged, 2 bad input, 3 interrupted).")
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--out", help="keep the replayed trace here (default: a temp file)")
-    parser.add_argument("--context", type=int, default=DEFAULT_CONTEXT, metavar="N",
-                        help=f"identical lines shown before the divergence ({DEFAULT_CONTEXT})")
+    parser.add_argument("--context", type=count(0, MAX_CONTEXT), default=DEFAULT_CONTEXT,
+                        metavar="N", help=f"identical lines shown before the divergence "
+                                          f"({DEFAULT_CONTEXT}; at most {MAX_CONTEXT})")
     parser.add_argument("--full", action="store_true", help="do not shorten long lines")
     parser.add_argument("--trace-messages", action="store_true",
                         help="replay with message tracing (keep it with --out)")
@@ -397,19 +399,29 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
-    if args.out is not None:
-        problem = _out_problem(args.trace, args.out)
-        if problem:
-            print(f"isrlab: {args.out}: --out: {problem}", file=sys.stderr)
-            return 2
     try:
-        res = replay_trace(args.trace, args.out, context=args.context,
-                           trace_messages=args.trace_messages)
-    except TraceError as exc:
+        with sigterm_interrupts():
+            res = _replay(args)
+    except KeyboardInterrupt:
+        print("isrlab: replay interrupted before it finished: nothing compared"
+              + ("" if args.out is None else f", {args.out} not written")
+              + f"; INCOMPLETE, exit {EXIT_INCOMPLETE}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except (TraceError, FileRefused) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:   # writing --out failed (a full disk): nothing kept
+        print(f"isrlab: {args.out}: --out: cannot write the replayed trace: "
+              f"{exc.strerror or exc}; nothing written", file=sys.stderr)
         return 2
     for warning in res.warnings:
         print(f"isrlab: warning: {warning}", file=sys.stderr)
+    if res.replay_status == "aborted":
+        print("isrlab: replay interrupted: the comparison stops where the replay did"
+              + ("" if res.replayed_trace is None else
+                 f"; {res.replayed_trace} keeps what was written (run_end status aborted)")
+              + f"; INCOMPLETE, exit {EXIT_INCOMPLETE}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     try:
         print(format_result(res, width=None if args.full else LINE_WIDTH))
         sys.stdout.flush()
@@ -418,6 +430,19 @@ def main(argv: list[str]) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
     return 0 if res.identical else 1
+
+
+def _replay(args: argparse.Namespace) -> ReplayResult:
+    """Replay ``args.trace``, into ``--out`` written whole (temporary name, then renamed)."""
+    if args.out is None:
+        return replay_trace(args.trace, None, context=args.context,
+                            trace_messages=args.trace_messages)
+    input_file(args.trace)   # refused as bad input before --out is even touched
+    with replacing(args.out, "--out", [args.trace]) as part:
+        res = replay_trace(args.trace, part, context=args.context,
+                           trace_messages=args.trace_messages)
+    res.replayed_trace = args.out
+    return res
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,10 @@ The sink hashes every byte it writes so ``run_end`` can carry the SHA-256 of all
 before it. Events reach the writer already in the run's total order (the scheduler commits
 effects in a canonical order), so the writer never sorts.
 
+A trace written under a temporary name (``emulator.files.replacing``: written whole, then
+renamed) is byte for byte the trace written under its final name: a ``.gz`` trace's gzip
+header records the final name (``emulator.files.final_name``), never the temporary one.
+
 A run that dies — an exception in an actor, SIGINT, SIGTERM — still ends with a ``run_end``
 line (status ``error`` or ``aborted``) because :meth:`TraceWriter.close` is called from a
 ``finally`` and the buffered file is flushed there.
@@ -31,6 +35,7 @@ from typing import IO, Any
 import orjson
 import structlog
 
+from emulator.files import final_name
 from traces.integrity import seal
 from traces.schema import SCHEMA_VERSION
 
@@ -93,14 +98,18 @@ class TraceWriter:
                  ) -> None:
         self.path = Path(path) if path is not None else None
         self._file: IO[bytes]
+        self._raw: IO[bytes] | None = None   # under a GzipFile: the file it writes to
         if buffer is not None:
             self._file = buffer
         else:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.suffix == ".gz":
+                self._raw = open(self.path, "wb")  # noqa: SIM115  # closed in close()
+                # the gzip header names the file: the final name, never a temporary one
                 self._file = gzip.GzipFile(  # type: ignore[assignment]  # GzipFile is IO[bytes]
-                    self.path, "wb", compresslevel=6, mtime=0)
+                    filename=final_name(self.path), mode="wb", compresslevel=6,
+                    fileobj=self._raw, mtime=0)
             else:
                 self._file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115
         self._sink = _Sink(self._file)
@@ -153,7 +162,11 @@ class TraceWriter:
                   {"status": status, "events": self._sink.count, "sha256": prior, **fields})
         self.closed = True
         digest = self._sink.hexdigest()   # writes what the sink still holds
-        self._file.flush()
-        if not isinstance(self._file, io.BytesIO):
-            self._file.close()
+        try:
+            self._file.flush()
+            if not isinstance(self._file, io.BytesIO):
+                self._file.close()
+        finally:
+            if self._raw is not None:
+                self._raw.close()
         return digest
