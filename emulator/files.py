@@ -51,6 +51,9 @@ PART_PREFIX: Final = ".isrlab-part-"
 #: the prefix of the lock file held beside an output while a command writes it
 LOCK_PREFIX: Final = ".isrlab-lock-"
 
+#: the names of the files and folders isrlab makes for its own bookkeeping
+OWN_PREFIXES: Final = (SCRATCH_PREFIX, PART_PREFIX, LOCK_PREFIX)
+
 StrPath = str | os.PathLike[str]
 
 
@@ -240,7 +243,8 @@ def claim_folder(path: StrPath, flag: str | None, marker: str, what: str,
                  inputs: Iterable[StrPath] = ()) -> Path:
     """``path`` as a folder this command may write into; raises :class:`FileRefused`.
 
-    Taken when it does not exist (it is made), is empty, or holds ``marker`` (the command's
+    Taken when it does not exist (it is made), is empty (but for isrlab's own scratch, part
+    and lock entries), or holds ``marker`` (the command's
     own record, which the caller writes when it is missing). ``what`` names the folder's
     kind in the refusal ("a campaign folder"). A folder that *is* an input, or holds one
     of the ``inputs`` directly, is refused too: the command would write over it.
@@ -260,7 +264,10 @@ def claim_folder(path: StrPath, flag: str | None, marker: str, what: str,
         except OSError as exc:
             raise FileRefused(f"{_label(path, flag)}: cannot read: {exc.strerror or exc}"
                               ) from None
-        if entries and marker not in entries:
+        # isrlab's own scratch, part and lock files do not make a folder the user's (a
+        # second command may see only the first one's lock before its marker is written)
+        foreign = [e for e in entries if not e.startswith(OWN_PREFIXES)]
+        if foreign and marker not in entries:
             raise FileRefused(f"{_label(path, flag)}: is a folder that is not empty and is "
                               f"not {what} (it has no {marker}); isrlab will not write into "
                               "it: choose a new or empty folder")

@@ -18,14 +18,30 @@ in JSON, ``chains.parquet`` with ``--out``. Exit codes: 0 done; 2 bad input (no 
 found, or bad lines — each named on stderr as ``file:line: problem (action)``, action being
 "line skipped", "trace skipped" or "tail lost"; the analysis of what could be read is still
 printed, see ``load``).
+
+Bad input before Spark starts, one line and exit 2: a ``--master`` that is no master URL or
+does not answer; an input that is missing, names no trace, or is not a regular file (a FIFO,
+a device, a socket: named or found in a folder, refused unopened); an ``--out`` or
+``--cache`` that is a file or a device (``/dev/null``, ``/dev/full``), an input, holds an
+input, or is a non-empty folder without its marker — ``--out`` takes a new or empty folder
+or one with ``analysis.json`` (the marker this command writes: a previous analysis, which is
+replaced dataset by dataset), ``--cache`` one with ``.isrlab-cache``; a folder of the user's
+is never written into, so Spark's overwrite of a dataset never deletes their files.
+While it runs, ``--out`` is held: a second analysis writing the same folder at once is
+refused (exit 2). A write to ``--out`` that fails on a full disk is one line, exit 2.
+A trace whose line is longer than 64 MiB, starts with a BOM or ends in CR LF is skipped,
+named by its line, and the exit is 2: ``isrlab check`` refuses the same files.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -34,8 +50,9 @@ import orjson
 from pyspark.sql import DataFrame, SparkSession
 
 from emulator.args import Parser
+from emulator.files import FileRefused, claim_folder, kind_of, replacing
 from spark_analysis import analyses as A
-from spark_analysis.load import TraceInputError, load_traces
+from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load_traces
 from spark_analysis.progress import SparkProgress
 from spark_analysis.session import build_session, unreachable_master
 from spark_analysis.side_by_side import side_by_side
@@ -105,23 +122,43 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
     bad_master = master_problem(args.master)
     if bad_master:
         return bad_master
-    inputs = {Path(p).resolve() for p in args.paths}
+    inputs = [p for p in args.paths if "://" not in p]
+    resolved = {Path(p).resolve() for p in inputs}
     for flag, value in (("--out", args.out), ("--cache", args.cache)):
         if value is None or "://" in value:
             continue
         d = Path(value)
-        if d.resolve() in inputs:
+        if d.resolve() in resolved:
             return f"{flag} {value}: is one of the inputs; it would be overwritten"
         if d.exists() and not d.is_dir():
-            return f"{flag} {value}: exists and is not a directory"
+            return (f"{flag} {value}: exists and is not a directory (it is "
+                    f"{kind_of(d.stat().st_mode)}): give a folder")
         try:
             d.mkdir(parents=True, exist_ok=True)
-            probe = d / ".isrlab-write-probe"
-            probe.write_bytes(b"")
-            probe.unlink()
         except OSError as exc:
             return f"{flag} {value}: cannot write there ({exc.strerror or exc})"
+    try:
+        if args.out is not None and "://" not in args.out:
+            claim_folder(args.out, "--out", OUT_MARKER, "an isrlab analysis folder", inputs)
+        if args.cache is not None:
+            claim_cache(args.cache, inputs)
+        expand_paths(args.paths)   # inputs that are no trace, a FIFO: before Spark starts
+    except (FileRefused, TraceInputError) as exc:
+        return str(exc)
     return None
+
+
+def _disk_ok(folder: str) -> bool:
+    """Whether a byte can still be written in ``folder`` (a Spark write that failed there
+    on a full disk is ``--out``'s problem, one line; any other failure is a defect)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder) as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError:
+        return False
+    return True
 
 
 def _java_reason(exc: BaseException) -> str:
@@ -133,12 +170,63 @@ def _java_reason(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+#: the marker of a folder ``--out`` writes into: new, empty, or carrying it (a previous
+#: analysis), never a folder of the user's (``emulator.files.claim_folder``)
+OUT_MARKER: Final = "analysis.json"
+
+
+class _WriteFailed(Exception):
+    """Writing ``--out`` failed (a full disk): one line."""
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     problem = _check_outputs(args)
     if problem:
         print(f"isrlab analyze: {problem}", file=sys.stderr)
         return 2
+    try:
+        with _holding_out(args) as finish:
+            code = _analyze(args)
+            finish(code)
+    except FileRefused as exc:   # another analysis writes this --out now
+        print(f"isrlab analyze: {exc}", file=sys.stderr)
+        return 2
+    except _WriteFailed as exc:
+        print(f"isrlab analyze: {args.out}: --out: cannot write: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+@contextlib.contextmanager
+def _holding_out(args: argparse.Namespace) -> Iterator[Callable[[int], None]]:
+    """While the analysis runs, ``--out``'s marker is held (``emulator.files.replacing``'s
+    lock: a second analysis writing the same folder at once is refused) and present (a run
+    killed midway leaves a folder the next run may take again). ``finish(code)`` writes the
+    marker's final content, renamed into place when the analysis ends."""
+    if args.out is None or "://" in args.out:
+        yield lambda code: None
+        return
+    marker = Path(args.out) / OUT_MARKER
+    with replacing(marker, "--out") as part:
+        record = {"isrlab": "analyze", "inputs": list(args.paths), "complete": False}
+        try:
+            if not marker.exists():
+                marker.write_bytes(orjson.dumps(record) + b"\n")
+        except OSError as exc:
+            raise _WriteFailed(exc.strerror or str(exc)) from None
+
+        def finish(code: int) -> None:
+            try:
+                part.write_bytes(orjson.dumps({**record, "complete": True, "exit": code})
+                                 + b"\n")
+            except OSError as exc:
+                raise _WriteFailed(exc.strerror or str(exc)) from None
+
+        yield finish
+
+
+def _analyze(args: argparse.Namespace) -> int:
     spark = open_session(args.master)
     if isinstance(spark, str):
         print(f"isrlab analyze: {spark}", file=sys.stderr)
@@ -154,7 +242,12 @@ def main(argv: list[str]) -> int:
                 out = args.out.rstrip("/")
 
                 def write(name: str, build: Callable[[], DataFrame]) -> None:
-                    build().write.mode("overwrite").parquet(f"{out}/{name}.parquet")
+                    try:   # a dataset of this analysis folder (claimed: --out's marker)
+                        build().write.mode("overwrite").parquet(f"{out}/{name}.parquet")
+                    except Exception as exc:
+                        if "://" in out or _disk_ok(out):
+                            raise
+                        raise _WriteFailed(_java_reason(exc)) from None
 
                 for _ in side_by_side(spark, [(name, partial(write, name, build)) for name, build
                                               in analysis.view_builders().items()]):
@@ -170,8 +263,7 @@ def main(argv: list[str]) -> int:
                 from spark_analysis import explain as X
                 chain_df = X.chains(spark, [r["trace"] for r in per_trace]).persist()
                 if args.out:
-                    chain_df.write.mode("overwrite").parquet(
-                        f"{args.out.rstrip('/')}/chains.parquet")
+                    write("chains", lambda: chain_df)
                 explained = {
                     "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
                     "per_trace": {},

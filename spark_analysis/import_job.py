@@ -118,14 +118,13 @@ def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any
             for path, content in zip(batch.column("path").to_pylist(),
                                      batch.column("content").to_pylist(), strict=True):
                 i, name = index[path], shown(path)
-                try:
-                    lines = decode_text(content, name)
+                stats = FileStats()
+                try:   # the lines are read as parsed: a bad file is found on the way
+                    one = import_file(records_of(name, decode_text(content, name), tzinfo,
+                                                 stats), stats, i, broker, fmt)
                 except LogFileError as exc:
                     yield _summary(i, {"error": str(exc)})
                     continue
-                stats = FileStats()
-                one = import_file(records_of(name, lines, tzinfo, stats), stats, i, broker,
-                                  fmt)
                 for start in range(0, len(one.rows), 8192):
                     yield _events(one.rows[start:start + 8192], start)
                 yield _summary(i, {
@@ -133,7 +132,9 @@ def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any
                     "by_kind": dict(one.by_kind), "unframed": one.unframed,
                     "continuation": one.continuation,
                     "unparsed_replication": one.unparsed_replication,
-                    "samples": one.samples})
+                    "samples": one.samples, "out_of_range": one.out_of_range,
+                    "out_of_range_samples": one.out_of_range_samples,
+                    "broken": one.broken})
 
     return parse
 
@@ -165,7 +166,9 @@ def _summary(i: int, facts: dict[str, Any]) -> pa.RecordBatch:
 def _file_import(s: dict[str, Any]) -> FileImport:
     f = FileImport(records=s["records"], parsed=s["parsed"], unframed=s["unframed"],
                    continuation=s["continuation"],
-                   unparsed_replication=s["unparsed_replication"], samples=s["samples"])
+                   unparsed_replication=s["unparsed_replication"], samples=s["samples"],
+                   out_of_range=s["out_of_range"],
+                   out_of_range_samples=s["out_of_range_samples"], broken=s["broken"])
     f.by_kind.update(s["by_kind"])
     return f
 

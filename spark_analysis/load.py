@@ -83,15 +83,31 @@ Inputs are files or folders (searched recursively for ``*.jsonl`` and ``*.jsonl.
 paths are expanded on the driver (sorted, de-duplicated), URIs with a scheme (``hdfs://``,
 ``s3a://``) are handed to Spark with ``recursiveFileLookup``. ``cache_dir`` keeps a zstd
 Parquet copy of ``events`` and ``side`` (and the problems and per-trace sizes, as JSON next
-to them) keyed by the inputs' names, sizes and mtimes, so a second analysis of the same
-files skips the JSON.
+to them) keyed by the inputs' names and the SHA-256 of their bytes (``_cache_path``: a file
+changed in place to the same size and mtime is another key), so a second analysis of the
+same files skips the JSON. The cache folder must be new, empty or carry ``.isrlab-cache``
+(``claim_cache``): a cached load is written into a scratch folder and renamed into place,
+so nothing but the cache's own entries is ever replaced.
+
+Inputs must be regular files (named, or found in folders): a FIFO, a device or a socket is
+refused at once (``TraceInputError``, exit 2), never opened. Every line is bounded
+(``scan.MAX_LINE_BYTES``, the trace reader's 64 MiB) and read in pieces; a longer line, a
+UTF-8 byte-order mark on line 1 or a line ending in CR LF refuses its file — *trace
+skipped*, naming the line — as ``isrlab check`` refuses it (exit 2 for both doors). The
+native scan finds these on every local file (with ``--careful`` too, in a pass that looks
+for nothing else); for a URI, Spark's text source keeps a CR in its line (found as
+``_CRLF``) and skips a line past the bound, which then shows as a missing line (its
+``seq`` gap).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
+import os
 import re
+import shutil
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -105,6 +121,15 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from emulator.files import (
+    FileRefused,
+    claim_folder,
+    input_file,
+    remove_scratch,
+    remove_stale_scratch,
+    scratch_folder,
+    write_text,
+)
 from spark_analysis import scan
 from traces.schema import SCHEMA_VERSION
 
@@ -196,6 +221,13 @@ _LINE1: Final = '{"seq":0,'
 _PATTERNS: Final = ("*.jsonl", "*.jsonl.gz")
 _PERMISSIVE: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
 _CORRUPT: Final = "not a schema-1 JSON object: the line is damaged"
+#: Hadoop's ``LineRecordReader`` option bounding a line (longer ones are skipped).
+_MAX_LINE_OPTION: Final = "mapreduce.input.linerecordreader.line.maxlength"
+_BOM_TEXT: Final = "\ufeff"
+_BOM_PROBLEM: Final = ("starts with a UTF-8 byte-order mark (BOM): the file was re-saved by an "
+                       "editor; isrlab traces have none")
+_CRLF: Final = ("ends with CR LF: the file's line endings were converted; isrlab traces end "
+                "lines with LF only")
 #: What happened to the input named by a problem.
 LINE_SKIPPED: Final = "line skipped"
 TRACE_SKIPPED: Final = "trace skipped"
@@ -294,16 +326,26 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
             continue
         path = Path(p[len("file://"):] if p.startswith("file://") else p)
         if path.is_dir():
-            found = sorted({str(f.resolve()) for pat in _PATTERNS for f in path.rglob(pat)
-                            if f.is_file()})
+            found = sorted({f for pat in _PATTERNS for f in path.rglob(pat)
+                            if not f.is_dir()})
             if not found:
                 raise TraceInputError(f"{p}: no *.jsonl or *.jsonl.gz files")
-            out.extend(found)
-        elif path.is_file():
-            out.append(str(path.resolve()))
+            out.extend(_regular(f) for f in found)
+        elif path.exists() or path.is_symlink():
+            out.append(_regular(path))
         else:
             raise TraceInputError(f"{p}: no such file or directory")
     return sorted(set(out))
+
+
+def _regular(path: Path) -> str:
+    """``path`` resolved, when it is a regular file; TraceInputError (one line) for a FIFO,
+    a device, a socket, a broken link — named or found in a folder: reading one would
+    block or never end (``emulator.files.input_file``)."""
+    try:
+        return str(input_file(path).resolve())
+    except FileRefused as exc:
+        raise TraceInputError(str(exc)) from None
 
 
 def _trace_id(col: Column) -> Column:
@@ -335,6 +377,12 @@ def read_text(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         spark.read.option("recursiveFileLookup", "true")
         .option("pathGlobFilter", "{*.jsonl,*.jsonl.gz}")
         .option("ignoreCorruptFiles", "true")  # a cut gzip keeps its lines before the cut
+        # lines end at LF only (as the writer's and ``traces.reader``'s): a CR before it
+        # stays in the line, so a converted file is found (``_CRLF``), never read as clean
+        .option("lineSep", "\n")
+        # Hadoop's line reader keeps at most this much of a line (and skips a longer one,
+        # reading it in pieces): never a line past the reader's bound in memory
+        .option(_MAX_LINE_OPTION, str(scan.MAX_LINE_BYTES + 1))
         .text(list(files))
         .select(
             F.col("value").alias("_text"),
@@ -359,7 +407,9 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
     j = raw.select("trace", "_block", "_rid", "_text", _crc_ok(F.col("_text")).alias("_crc_ok"),
                    F.from_json("_text", schema, _PERMISSIVE).alias("j"))
     problem = (
-        F.when(F.col("j._corrupt_record").isNotNull(), F.lit(_CORRUPT))
+        F.when(F.col("_text").startswith(_BOM_TEXT), F.lit(_BOM_PROBLEM))
+        .when(F.col("_text").endswith("\r"), F.lit(_CRLF))
+        .when(F.col("j._corrupt_record").isNotNull(), F.lit(_CORRUPT))
         .when(~F.col("_crc_ok"), F.lit("crc: missing or does not match the line"))
         .when(F.col("j.seq").isNull() | F.col("j.event").isNull(), F.lit("seq/event missing"))
     )
@@ -579,12 +629,17 @@ def load_traces(
                        partitions=partitions)
 
     n = partitions or _default_partitions(spark)
-    local = [f for f in files if "://" not in f] if native and not careful else []
+    local = [f for f in files if "://" not in f] if native else []
     # each trace's id: the local files in order, then the traces the JVM found, in order
     ids = {f: i for i, f in enumerate(local)}
-    scanned, audits = native_scan(spark, local, n, ids) if local else (None, [])
+    scanned, audits, refused = (native_scan(spark, local, n, ids, careful=careful) if local
+                                else (None, [], []))
+    if careful and scanned is not None:   # the scan only looked for what refuses a file
+        scanned.unpersist()
+        scanned, local, audits = None, [], []
     native_files = set(local)
-    rest = [f for f in files if f not in native_files]
+    refused_files = {b.trace for b in refused}
+    rest = [f for f in files if f not in native_files and f not in refused_files]
     audit = audit_text(read_text(spark, rest)) if rest else None
     audits += audit.files if audit is not None else []
     for a in sorted(audits, key=lambda a: a.trace):
@@ -616,6 +671,10 @@ def load_traces(
         summary = _summarize(flagged)
         problems = _file_problems(summary)
         skipped = sorted({p.trace for p in problems if p.action == TRACE_SKIPPED})
+        converted = _converted(flagged, [r["trace"] for r in summary
+                                         if r["crlf"] and r["trace"] not in skipped])
+        problems += converted
+        skipped = sorted({*skipped, *(p.trace for p in converted)})
         if any(int(r["bad"]) for r in summary if r["trace"] not in skipped):
             problems += [b for b in _bad_lines(flagged) if b.trace not in skipped]
         good = flagged.where(F.col("_problem").isNull() & ~F.col("trace").isin(*skipped))
@@ -637,7 +696,8 @@ def load_traces(
         return _number(starts, mine) + (
             _locate(flagged, others) if flagged is not None else [])
 
-    seen = {a.trace for a in audits if a.lines}
+    problems += refused
+    seen = {a.trace for a in audits if a.lines} | refused_files
     problems += [BadLine(f, 1, "no line could be read (an empty or unreadable file); "
                          "not an isrlab trace", action=TRACE_SKIPPED)
                  for f in files if f not in seen and (
@@ -669,10 +729,7 @@ def load_traces(
                                  if df is not None),
                      keep=(scanned,) if scanned is not None else ())
     if cached is not None:
-        for name, df in (("events", loaded.events), ("side", loaded.side)):
-            df.write.mode("overwrite").option("compression", "zstd").parquet(str(cached / name))
-        (cached / _META).write_bytes(orjson.dumps(
-            {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
+        _store(cached, loaded, sizes)
     return loaded
 
 
@@ -713,17 +770,29 @@ def scan_input(spark: SparkSession, files: Sequence[str], ids: dict[str, int]) -
 
 
 def native_scan(spark: SparkSession, files: Sequence[str], partitions: int,
-                ids: dict[str, int]) -> tuple[DataFrame, list[FileAudit]]:
+                ids: dict[str, int], *, careful: bool = False
+                ) -> tuple[DataFrame, list[FileAudit], list[BadLine]]:
     """The local ``files`` read by ``scan.scan_files`` in Spark's Python workers (one file per
     task, largest first): the clean files' hot rows, side lines and every file's summary,
-    hash-partitioned by ``PARTITION_KEY`` and persisted; and a ``FileAudit`` per file (a file
-    pyarrow could not read as the writer's is not clean)."""
-    rows = scan_input(spark, files, ids).mapInArrow(scan.scan_files, scan.SCAN_DDL)
+    hash-partitioned by ``PARTITION_KEY`` and persisted; a ``FileAudit`` per file (a file
+    pyarrow could not read as the writer's is not clean); and the files the scan refused
+    (``scan.scan_file``: a line past the bound, a BOM, CR LF, not a regular file), each a
+    ``TRACE_SKIPPED`` problem naming its line, with no audit: no other path reads them.
+    ``careful``: the scan only looks for what refuses a file (``scan_files_carefully``)."""
+    how = scan.scan_files_carefully if careful else scan.scan_files
+    rows = scan_input(spark, files, ids).mapInArrow(how, scan.SCAN_DDL)
     native = partition_events(rows, partitions).persist(LEVEL)
     audits = []
+    refused = []
     names = {i: f for f, i in ids.items()}
     for r in native.where(F.col("_kind") == scan.SUMMARY).select("tid", "_raw").collect():
         facts = orjson.loads(r["_raw"])
+        if facts.get("refused"):
+            line = int(facts["refused_line"])
+            refused.append(BadLine(names[int(r["tid"])], line, f"{facts['refused']}; the "
+                                   "trace was not analysed (isrlab check refuses it too)",
+                                   action=TRACE_SKIPPED))
+            continue
         audit = FileAudit(trace=names[int(r["tid"])], lines=int(facts["lines"]),
                           bad=int(facts["bad"]), end_us=facts["end_us"], first=facts["first"],
                           has_end=bool(facts["has_end"]))
@@ -731,7 +800,7 @@ def native_scan(spark: SparkSession, files: Sequence[str], partitions: int,
             audit = replace(audit, first=None)
         if audit.lines:  # a file without a line is reported by load_traces
             audits.append(audit)
-    return native, sorted(audits, key=lambda a: a.trace)
+    return native, sorted(audits, key=lambda a: a.trace), refused
 
 
 def _size(path: str) -> int:
@@ -798,6 +867,7 @@ def _summarize(flagged: DataFrame) -> list[dict[str, Any]]:
         F.count(F.lit(1)).alias("lines"),
         F.count("seq").alias("good"),
         F.count("_problem").alias("bad"),
+        F.count(F.when(F.col("_problem") == _CRLF, F.lit(1))).alias("crlf"),
         F.max("ts_us").alias("end_us"),
         F.min_by(F.struct("event", "schema", "_problem"), order).alias("first"),
         F.max(F.when(F.col("event") == "run_end", F.lit(True))).alias("has_end"),
@@ -875,6 +945,21 @@ def _file_problems(summary: list[dict[str, Any]]) -> list[BadLine]:
                                f"is the last one read; lines 1-{lines} were analysed",
                                action=TAIL_LOST))
     return out
+
+
+def _converted(flagged: DataFrame, traces: Sequence[str]) -> list[BadLine]:
+    """The files of ``traces`` (each with a line ending in CR LF) skipped whole, named by
+    their first such line: the file was converted, as ``traces.reader`` says and the native
+    scan finds (``scan.crlf_refusal``)."""
+    if not traces:
+        return []
+    first = (flagged.where((F.col("_problem") == _CRLF) & F.col("trace").isin(*traces))
+             .groupBy("trace").agg(F.min(F.struct("_block", "_rid")).alias("at")).collect())
+    located = _locate(flagged, [(r["trace"], r["at"]["_block"], r["at"]["_rid"], _CRLF, "")
+                                for r in first])
+    return [BadLine(b.trace, b.line, f"{scan.crlf_refusal(b.line)}; the trace was not "
+                    "analysed (isrlab check refuses it too)", action=TRACE_SKIPPED)
+            for b in located]
 
 
 def _misnamed(spark: SparkSession, trace: str) -> str | None:
@@ -967,18 +1052,73 @@ def _number(starts: dict[tuple[str, int], tuple[int, int]], bad: list[_Located]
     return sorted(out, key=lambda b: (b.trace, b.line))
 
 
+#: the marker of a folder ``--cache`` may write into (``emulator.files.claim_folder``)
+CACHE_MARKER: Final = ".isrlab-cache"
+#: the prefix of a cached load's folder inside the cache folder
+_CACHE_PREFIX: Final = "traces-"
+
+
+def claim_cache(cache_dir: str, inputs: Sequence[str] = ()) -> Path:
+    """``cache_dir`` as the cache's folder: new, empty, or one that carries
+    ``CACHE_MARKER`` (written here when missing); TraceInputError (one line) for any other
+    folder — a cache replaces what it cached before, so never inside a folder of the
+    user's. Scratch folders a killed analysis left in it are removed."""
+    try:
+        folder = claim_folder(cache_dir, "--cache", CACHE_MARKER,
+                              "an isrlab analyze cache", [f for f in inputs if "://" not in f])
+        if not (folder / CACHE_MARKER).exists():
+            write_text(folder / CACHE_MARKER, "isrlab analyze --cache: parsed traces, keyed "
+                       "by the inputs' paths and contents; safe to delete\n", "--cache")
+    except FileRefused as exc:
+        raise TraceInputError(str(exc)) from None
+    remove_stale_scratch(folder, CACHE_MARKER)
+    return folder
+
+
+def _digest(path: str) -> str:
+    """The SHA-256 of a local file's bytes (a URI: its name alone)."""
+    if "://" in path:
+        return "-"
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return "?"
+
+
 def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = False
                 ) -> Path | None:
-    """``cache_dir/traces-<digest>/`` (``events/``, ``side/`` Parquet, ``meta.json``), keyed
-    by the local inputs' paths, sizes and mtimes."""
+    """``cache_dir/traces-<key>/`` (``events/``, ``side/`` Parquet, ``meta.json``), keyed
+    by the inputs' paths and the SHA-256 of each local input's bytes: a file changed in
+    place — even to the same size and mtime — is another key, never a stale verdict (the
+    digest costs one read of the bytes, far less than the parse it saves). A URI is keyed
+    by its name alone."""
     if cache_dir is None:
         return None
+    folder = claim_cache(cache_dir, files)
     h = hashlib.sha256()
-    h.update(b"schema-v6\n")  # the cached columns and side lines: bump when they change
+    h.update(b"schema-v7\n")  # the cached columns and side lines: bump when they change
     h.update(b"careful\n" if careful else b"")
     for f in files:
-        p = Path(f)
-        st = p.stat() if p.exists() else None
-        h.update(f"{f}\0{st.st_size if st else -1}\0{st.st_mtime_ns if st else -1}\n".encode())
-    Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    return Path(cache_dir) / f"traces-{h.hexdigest()[:16]}"
+        h.update(f"{f}\0{_digest(f)}\n".encode())
+    return folder / f"{_CACHE_PREFIX}{h.hexdigest()[:16]}"
+
+
+def _store(cached: Path, loaded: Loaded, sizes: list[list[Any]]) -> None:
+    """The load into ``cached``, whole or not at all: written into a scratch folder beside
+    it, renamed onto ``cached`` once complete (``meta.json`` last). A concurrent analysis
+    that stored the same key first keeps its copy; a copy left without ``meta.json`` (an
+    older isrlab killed while writing) is replaced."""
+    scratch = scratch_folder(cached.parent)
+    try:
+        for name, df in (("events", loaded.events), ("side", loaded.side)):
+            df.write.option("compression", "zstd").parquet(str(scratch / name))
+        (scratch / _META).write_bytes(orjson.dumps(
+            {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
+        if cached.is_dir() and not (cached / _META).exists():
+            shutil.rmtree(cached, ignore_errors=True)
+        with contextlib.suppress(OSError):   # another analysis stored it meanwhile
+            os.rename(scratch, cached)
+    finally:
+        if scratch.exists():
+            remove_scratch(scratch)

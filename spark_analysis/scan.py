@@ -56,8 +56,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from emulator.files import FileRefused, input_file
 from spark_analysis.hot_parse import parse_hot
+from traces.blocks import inflated_blocks
 from traces.integrity import unseal
+from traces.reader import MAX_LINE_BYTES as READER_MAX_LINE_BYTES
 from traces.schema import SCHEMA_VERSION
 
 
@@ -117,6 +120,35 @@ def is_clean(bad: int, has_end: bool, first: str | bytes | None) -> bool:
 
 #: Bytes read from a file at a time (a gzip block of this size is ≈ 10 × as much text).
 _BLOCK: Final = 1 << 22
+#: At most this much text is inflated from a gzip block at a time.
+_INFLATED: Final = 1 << 25
+#: A line longer than this refuses its file, named by its line (``traces.reader``'s bound,
+#: the one ``isrlab check`` applies): read in pieces, never joined whole.
+MAX_LINE_BYTES: Final = READER_MAX_LINE_BYTES
+#: UTF-8's byte-order mark: an editor's, never the writer's
+BOM: Final = b"\xef\xbb\xbf"
+
+
+class LineTooLong(Exception):
+    """A line longer than ``MAX_LINE_BYTES`` follows the regions yielded so far."""
+
+
+def refusal_of_line1(first: bytes) -> str | None:
+    """Why line 1 refuses its file before anything is parsed (a BOM), or None."""
+    if first.startswith(BOM):
+        return ("line 1 starts with a UTF-8 byte-order mark (BOM): the file was re-saved by "
+                "an editor; isrlab traces have none (the writer's bytes are sealed)")
+    return None
+
+
+def crlf_refusal(line: int) -> str:
+    """Why a line ending in CR LF refuses its file (``traces.reader``'s words)."""
+    return (f"line {line} ends with CR LF: the file's line endings were converted; isrlab "
+            "traces end lines with LF only (the writer's bytes are sealed)")
+
+
+def too_long_refusal(line: int) -> str:
+    return f"line {line} is longer than {MAX_LINE_BYTES >> 20} MiB"
 
 
 def iter_text(path: str, broke: list[str]) -> Iterator[bytes]:
@@ -124,28 +156,7 @@ def iter_text(path: str, broke: list[str]) -> Iterator[bytes]:
     at a time. A damaged or cut gzip stream ends the bytes where it breaks and appends what
     broke to ``broke``. OSError if the file cannot be read."""
     with open(path, "rb") as f:
-        data = f.read(_BLOCK)
-        if data[:2] != b"\x1f\x8b":
-            while data:
-                yield data
-                data = f.read(_BLOCK)
-            return
-        d = INFLATE.decompressobj(wbits=31)
-        while data:
-            while data:
-                try:
-                    out = d.decompress(data)
-                except INFLATE.error as exc:
-                    broke.append(f"damaged ({exc})")
-                    return
-                if out:
-                    yield out
-                data = b""
-                if d.eof and d.unused_data:  # the next gzip member
-                    data, d = d.unused_data, INFLATE.decompressobj(wbits=31)
-            data = f.read(_BLOCK)
-        if not d.eof:
-            broke.append("cut off (truncated file)")
+        yield from inflated_blocks(lambda: f.read(_BLOCK), _INFLATED, broke.append, INFLATE)
 
 
 def _regions(path: str, broke: list[str]) -> Iterator[memoryview]:
@@ -154,23 +165,37 @@ def _regions(path: str, broke: list[str]) -> Iterator[memoryview]:
     line that a block's end cuts becomes, joined with its rest, a region of its own. (Joining
     the cut line to the next block, then slicing the whole lines off, copied every byte of
     the file twice: 0.15 s of CPU per 12 MB trace, 2026-11-27.) A last line without its
-    newline (the writer always ends one) gets one."""
+    newline (the writer always ends one) gets one. :class:`LineTooLong` when the next line
+    is longer than ``MAX_LINE_BYTES`` (found before it is joined: pieces of it are kept
+    until then, never more than the bound)."""
     carry = b""     # the start of a line that a block's end cut
+    pieces: list[bytes] = []   # a line longer than a block, in its pieces
+    held = 0
     for block in iter_text(path, broke):
         start = 0
-        if carry:
+        if carry or pieces:
             head = block.find(b"\n") + 1
             if not head:    # a line longer than the block
-                carry += block
+                pieces.append(block)
+                held += len(block)
+                if len(carry) + held > MAX_LINE_BYTES:
+                    raise LineTooLong
                 continue
-            yield memoryview(carry + block[:head])
+            if len(carry) + held + head - 1 > MAX_LINE_BYTES:
+                raise LineTooLong
+            yield memoryview(b"".join([carry, *pieces, block[:head]]))
+            pieces, held = [], 0
             start = head
         cut = block.rfind(b"\n") + 1
         if cut > start:
             yield memoryview(block)[start:cut]
         carry = block[max(cut, start):]
-    if carry:
-        yield memoryview(carry + b"\n")
+        if len(carry) > MAX_LINE_BYTES:
+            raise LineTooLong
+    if carry or pieces:
+        if len(carry) + held > MAX_LINE_BYTES:
+            raise LineTooLong
+        yield memoryview(b"".join([carry, *pieces, b"\n"]))
 
 
 def iter_lines(path: str, broke: list[str]) -> Iterator[list[bytes]]:
@@ -306,7 +331,7 @@ def _check_end(last: bytes, prior: str, lines_n: int) -> None:
         raise _Unclean("run_end's sha256 or events do not match the lines before it")
 
 
-def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
+def scan_file(path: str, tid: int, *, careful: bool = False) -> Iterator[pa.RecordBatch]:
     """The batches of one file, a block of lines at a time, then its summary (see the module
     notes). Rows go out as they are read, so a file's rows never all sit in memory; a file
     found not clean later (a digest that does not match, no ``run_end``) has rows out
@@ -318,20 +343,44 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
     must be the digest the writer put in ``run_end`` — then they are the writer's bytes, and
     so are their crcs. Any edit, cut or damage fails the digest (or the prefix, seq or
     ``run_end`` checks on the way, which stop the parse early), and the careful path then
-    finds and places each line's problem as ``isrlab check`` does."""
+    finds and places each line's problem as ``isrlab check`` does.
+
+    What refuses the file whatever the path (``refused`` and ``refused_line`` in the
+    summary; ``load`` reports it, trace skipped, and does not send the file to the careful
+    path), as ``isrlab check`` refuses it: a path that is not a regular file (a FIFO, a
+    device: never opened), a line longer than ``MAX_LINE_BYTES``, a BOM on line 1, a line
+    ending in CR LF. ``careful``: only these are looked for (no row is sent; the file goes
+    to the careful path, ``isrlab analyze --careful``)."""
     broke: list[str] = []
     digest = hashlib.sha256()
     lines_n = 0
     end_us = -1
     first: bytes | None = None
     pending = b""   # the last line seen (with its newline): not hashed yet, it may be run_end
-    error: str | None = None
+    error: str | None = "careful" if careful else None
+    refused: str | None = None
+    refused_line = 1
 
     try:
+        input_file(path)
+    except FileRefused as exc:
+        yield _summary(tid, lines=0, bad=0, end_us=None, first=None, has_end=False, ok=False,
+                       error=str(exc), refused=_without_path(str(exc), path), refused_line=1)
+        return
+    try:
         for region in _regions(path, broke):
-            nl = np.flatnonzero(np.frombuffer(region, np.uint8) == 10)
+            array = np.frombuffer(region, np.uint8)
+            nl = np.flatnonzero(array == 10)
             if first is None:
                 first = bytes(region[:nl[0]])
+                refused = refusal_of_line1(first)
+                if refused is not None:
+                    break
+            cr = np.flatnonzero(array[nl[nl > 0] - 1] == 13)
+            if len(cr):
+                refused_line = lines_n + int(cr[0]) + 1 + int(nl[0] == 0)
+                refused = crlf_refusal(refused_line)
+                break
             last_start = int(nl[-2]) + 1 if len(nl) > 1 else 0
             if error is None:
                 try:
@@ -356,9 +405,17 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
                         yield _batch(tid, HOT, None, None, chunk.num_rows, chunk)
             pending = bytes(region[last_start:])
             lines_n += len(nl)
+    except LineTooLong:
+        refused_line = lines_n + 1
+        refused = too_long_refusal(refused_line)
     except OSError as exc:  # unreadable: no line (load reports it as such)
         yield _summary(tid, lines=0, bad=0, end_us=None, first=None, has_end=False,
                        ok=False, error=str(exc))
+        return
+    if refused is not None:
+        yield _summary(tid, lines=max(lines_n, refused_line), bad=0, end_us=None,
+                       first=None, has_end=False, ok=False, error=refused, refused=refused,
+                       refused_line=refused_line)
         return
     last = pending[:-1]
     has_end = unseal(last) is not None and b'"event":"run_end"' in last
@@ -374,10 +431,20 @@ def scan_file(path: str, tid: int) -> Iterator[pa.RecordBatch]:
                    has_end=has_end, ok=error is None, error=error)
 
 
-def scan_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _without_path(text: str, path: str) -> str:
+    return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
+
+
+def scan_files(batches: Iterator[pa.RecordBatch], *, careful: bool = False
+               ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` function: rows (path, tid: the trace's id in ``load``) in,
-    ``SCAN_SCHEMA`` batches out."""
+    ``SCAN_SCHEMA`` batches out (``careful``: summaries only, see ``scan_file``)."""
     for batch in batches:
         for path, tid in zip(batch.column("path").to_pylist(),
                              batch.column("tid").to_pylist(), strict=True):
-            yield from scan_file(path, tid)
+            yield from scan_file(path, tid, careful=careful)
+
+
+def scan_files_carefully(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``scan_files`` with ``careful`` (a module-level function: Spark pickles it)."""
+    return scan_files(batches, careful=True)

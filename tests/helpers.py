@@ -1,9 +1,13 @@
-"""Small real runs for tests."""
+"""Small real runs for tests, and the real command line in a subprocess."""
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -11,6 +15,8 @@ import orjson
 from emulator.cluster import RunResult, run
 from emulator.scenario import load
 from traces.writer import TraceWriter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SMALL = [
     "duration_s=6.0", "heal_s=40.0", "invariants=true",
@@ -61,3 +67,27 @@ def data_topics_only(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tests that reason about the data topic's partitions alone (the offsets partitions have
     their own leaders, ISR changes and logs: ``tests/test_offsets_topic.py``)."""
     return [e for e in evs if not str(e.get("topic") or "").startswith("__")]
+
+
+def isrlab(*args: str, cwd: Path = ROOT, timeout: float = 300,
+           preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
+    """``isrlab ARGS`` as a user runs it, in a subprocess; the timeout guards against a
+    hang (a command that hangs fails the test instead of stalling the suite)."""
+    return subprocess.run([sys.executable, "-m", "emulator.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=preexec_fn)
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    """Exit ``code``, exactly one stderr line holding every word, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+def one_line_exit_2(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """Bad input: one line naming what is wrong, exit 2."""
+    return one_line(proc, 2, *words)

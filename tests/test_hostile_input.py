@@ -1,8 +1,20 @@
-"""Hostile input (issue 23): every door answers bad input with one line and exit 2, never a
-traceback, never an overwritten input. Each test names its class of the issue; the classes
-whose doors are Spark's (analyze on doctored, misnamed or unreachable inputs) are tested in
-tests/spark/test_bad_input.py, the campaign folder's in tests/test_campaign.py, the
-checker's incomplete traces in tests/test_checker.py."""
+"""Hostile input (issues 23 and 47): every door answers bad input with one line and exit 2,
+never a traceback, never an overwritten input, never a hang. The suite is three files:
+
+* this one: flags, scenario values, and the doors that write folders (campaign, shrink,
+  explore, compare, regress ``--record``): a foreign folder survives them, shrink never
+  writes over its input, a campaign killed by SIGKILL leaves no process behind;
+* ``test_hostile_input_runs.py``: the doors that run and write files (run, replay, report,
+  the scenario loader): whole-or-nothing outputs, /dev/null, /dev/full, a full disk, two
+  writers at once, signals (INCOMPLETE, exit 3), Kafka's topic-name rules, decommissions;
+* ``test_hostile_input_traces.py``: the doors that read traces and logs (check, show,
+  explain, regress, import, analyze before Spark): FIFOs and devices, line-length bounds,
+  the one trace contract, BOM and CR LF, values no field holds, truncated gzip logs.
+
+Each test names its class of the issue. The classes whose doors are Spark's (analyze on
+doctored, misnamed or unreachable inputs) are tested in tests/spark/test_bad_input.py, the
+campaign folder's in tests/test_campaign.py, the checker's incomplete traces in
+tests/test_checker.py."""
 
 from __future__ import annotations
 
@@ -17,22 +29,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import isrlab, one_line_exit_2
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "regressions" / "s2-kip101-power-loss-divergence.jsonl.gz"
-
-
-def _isrlab(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "emulator.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
-
-
-def _one_line_exit_2(proc: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert all(w in lines[0] for w in words), lines[0]
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
@@ -47,7 +47,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
 
 def test_show_refuses_a_window_that_ends_before_it_starts() -> None:
     """Class 8: ``show --from 10 --to 5`` printed nothing and exited 0."""
-    _one_line_exit_2(_isrlab("show", str(TRACE), "--from", "10", "--to", "5"), "--from",
+    one_line_exit_2(isrlab("show", str(TRACE), "--from", "10", "--to", "5"), "--from",
                      "after --to")
 
 
@@ -55,7 +55,7 @@ def test_show_refuses_a_window_that_ends_before_it_starts() -> None:
                                          ("--to", "-inf")])
 def test_show_refuses_a_time_that_is_not_a_finite_number(flag: str, value: str) -> None:
     """Class 2/8: ``show --to inf`` raised OverflowError; now one line and exit 2."""
-    _one_line_exit_2(_isrlab("show", str(TRACE), f"{flag}={value}"), flag, "finite")
+    one_line_exit_2(isrlab("show", str(TRACE), f"{flag}={value}"), flag, "finite")
 
 
 def test_run_refuses_to_write_its_trace_over_its_scenario(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_run_refuses_to_write_its_trace_over_its_scenario(tmp_path: Path) -> Non
     scenario = tmp_path / "x.toml"
     shutil.copy(ROOT / "scenarios" / "default.toml", scenario)
     before = scenario.read_bytes()
-    _one_line_exit_2(_isrlab("run", str(scenario), "--out", str(scenario)), "--out",
+    one_line_exit_2(isrlab("run", str(scenario), "--out", str(scenario)), "--out",
                      "refusing to overwrite")
     assert scenario.read_bytes() == before
 
@@ -73,7 +73,7 @@ def test_report_refuses_to_write_over_its_input(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl.gz"
     shutil.copy(TRACE, trace)
     before = trace.read_bytes()
-    _one_line_exit_2(_isrlab("report", str(trace), "-o", str(trace)), "-o",
+    one_line_exit_2(isrlab("report", str(trace), "-o", str(trace)), "-o",
                      "refusing to overwrite")
     assert trace.read_bytes() == before
 
@@ -82,8 +82,8 @@ def test_a_scenario_name_cannot_write_outside_out(tmp_path: Path) -> None:
     """Class 5: ``name = "../../x"`` made the default trace path escape ``out/``."""
     scenario = tmp_path / "evil.toml"
     scenario.write_text('name = "../../evil"\n')
-    proc = _isrlab("run", str(scenario), cwd=tmp_path)
-    _one_line_exit_2(proc, "name", "--out")
+    proc = isrlab("run", str(scenario), cwd=tmp_path)
+    one_line_exit_2(proc, "name", "--out")
     assert not list(tmp_path.parent.glob("evil*")) and not (tmp_path / "out").exists()
 
 
@@ -92,13 +92,13 @@ def test_the_printed_replay_line_works_when_pasted(tmp_path: Path) -> None:
     (``acks="1"`` became the TOML integer 1): pasted into a shell it runs the same run."""
     sets = ['producers[0].acks="1"', "producers[0].enable.idempotence=false",
             "duration_s=2.0", "heal_s=5.0", "faults.plan=[]"]
-    first = _isrlab("run", "default", *[x for s in sets for x in ("--set", s)], "--out",
+    first = isrlab("run", "default", *[x for s in sets for x in ("--set", s)], "--out",
                     str(tmp_path / "a.jsonl"))
     assert first.returncode in (0, 1), first.stderr
     line = next(x for x in first.stdout.splitlines() if x.startswith("replay with: "))
     argv = shlex.split(line[len("replay with: "):])
     assert argv[:2] == ["isrlab", "run"]
-    again = _isrlab(*argv[1:], "--out", str(tmp_path / "b.jsonl"))
+    again = isrlab(*argv[1:], "--out", str(tmp_path / "b.jsonl"))
     assert again.returncode == first.returncode, again.stderr
     digest = [x for x in first.stdout.splitlines() if x.startswith("digest")]
     assert digest and digest == [x for x in again.stdout.splitlines()
@@ -131,7 +131,7 @@ def test_non_finite_and_absurd_numbers_are_refused_at_load(override: str, field:
 
 def test_a_seed_beyond_64_bits_on_the_command_line_is_refused(tmp_path: Path) -> None:
     """Class 2: ``--seed 2^70`` is bad input (a trace carries a 64-bit seed)."""
-    _one_line_exit_2(_isrlab("run", "default", "--seed", str(2**70), "--out",
+    one_line_exit_2(isrlab("run", "default", "--seed", str(2**70), "--out",
                              str(tmp_path / "t.jsonl")), "--seed")
     assert not (tmp_path / "t.jsonl").exists()
 
@@ -165,7 +165,7 @@ def test_a_bad_set_value_is_blamed_on_the_set_not_on_a_line_of_the_file() -> Non
     (["faults.plan[0].at_s=nan"], "faults.plan[0].at_s: must be a finite number"),
     (["faults.plan[9].at_s=1"], "faults.plan has no step 9"),
 ])
-def test_type_confusion_in_set_values_is_one_line(overrides: list[str], words: str) -> None:
+def test_type_confusion_in_set_values_isone_line(overrides: list[str], words: str) -> None:
     """Class 3: ``bugs=[["x"]]`` (unhashable), ``producers=5`` (not iterable), a section set
     to a number and then written into — tracebacks before; now the --set is named."""
     from emulator.scenario import ScenarioError, load
@@ -181,16 +181,16 @@ def test_type_confusion_in_set_values_is_one_line(overrides: list[str], words: s
     (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
     (b'name = "t"\n[topics]\nname = "orders"\n', "topics"),
 ])
-def test_a_binary_deeply_nested_or_wrongly_shaped_scenario_file_is_one_line(
+def test_a_binary_deeply_nested_or_wrongly_shaped_scenario_file_isone_line(
         tmp_path: Path, content: bytes, words: str) -> None:
     """Class 3: a binary file (UnicodeDecodeError), deeply nested arrays (RecursionError),
     a ``[topics]`` table where ``[[topics]]`` is meant — through the whole CLI."""
     f = tmp_path / "bad.toml"
     f.write_bytes(content)
-    _one_line_exit_2(_isrlab("run", str(f), "--out", str(tmp_path / "t.jsonl")), words)
-    extra = _isrlab("run", str(f), "--set", "topics.partitions=3", "--out",
+    one_line_exit_2(isrlab("run", str(f), "--out", str(tmp_path / "t.jsonl")), words)
+    extra = isrlab("run", str(f), "--set", "topics.partitions=3", "--out",
                     str(tmp_path / "u.jsonl"))
-    _one_line_exit_2(extra)
+    one_line_exit_2(extra)
     assert f.read_bytes() == content
 
 
@@ -280,10 +280,10 @@ def test_a_trace_is_read_by_its_bytes_not_by_its_name(tmp_path: Path, misnamed: 
         f = tmp_path / "t.jsonl.gz"
         f.write_bytes(data)
     for args in (("check", str(f)), ("show", str(f)), ("replay", str(f)), ("explain", str(f))):
-        proc = _isrlab(*args)
+        proc = isrlab(*args)
         assert proc.returncode in (0, 1), (args, proc.stderr)
         assert "Traceback" not in proc.stderr
-    assert "identical" in _isrlab("replay", str(f)).stdout
+    assert "identical" in isrlab("replay", str(f)).stdout
 
 
 @pytest.mark.parametrize("flag, value, words", [
@@ -303,7 +303,7 @@ def test_analyze_checks_its_master_and_output_folders_before_spark_starts(
     blocker = tmp_path / "file"
     blocker.write_text("x")
     value = {"FILE": str(blocker), "INPUT": str(trace)}.get(value, value)
-    _one_line_exit_2(_isrlab("analyze", str(trace), flag, value), flag, words)
+    one_line_exit_2(isrlab("analyze", str(trace), flag, value), flag, words)
     assert trace.read_text() == "{}\n" and blocker.read_text() == "x"
 
 
@@ -321,9 +321,9 @@ def test_an_unreachable_spark_master_is_one_line_and_exit_2_at_once(tmp_path: Pa
     trace = tmp_path / "t.jsonl"
     trace.write_text("{}\n")
     master = f"spark://127.0.0.1:{_closed_port()}"
-    _one_line_exit_2(_isrlab("analyze", str(trace), "--master", master), "--master",
+    one_line_exit_2(isrlab("analyze", str(trace), "--master", master), "--master",
                      "cannot reach the master")
-    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "1:2", "--spark", master,
+    one_line_exit_2(isrlab("campaign", "default", "--seeds", "1:2", "--spark", master,
                              "--out", str(tmp_path / "c")), "--spark", "cannot reach the master")
     assert not (tmp_path / "c").exists()
 
@@ -335,15 +335,15 @@ def test_an_unknown_flag_is_one_line_naming_it_at_every_door(door: str) -> None:
     """Class 3/8: argparse printed its whole usage block before the error (several lines);
     every command now says ``isrlab DOOR: unrecognized arguments: --no-such-flag``."""
     needed = {"campaign": ["--seeds", "1:2"], "import": ["--out", "never-written.jsonl"]}
-    _one_line_exit_2(_isrlab(door, str(TRACE), *needed.get(door, []), "--no-such-flag", "1"),
+    one_line_exit_2(isrlab(door, str(TRACE), *needed.get(door, []), "--no-such-flag", "1"),
                      "--no-such-flag")
 
 
-def test_a_missing_required_flag_and_a_bad_choice_are_one_line() -> None:
-    _one_line_exit_2(_isrlab("import", str(TRACE)), "--out")
-    _one_line_exit_2(_isrlab("import", str(TRACE), "--out", "x.jsonl", "--engine", "jvm"),
+def test_a_missing_required_flag_and_a_bad_choice_areone_line() -> None:
+    one_line_exit_2(isrlab("import", str(TRACE)), "--out")
+    one_line_exit_2(isrlab("import", str(TRACE), "--out", "x.jsonl", "--engine", "jvm"),
                      "--engine", "jvm")
-    _one_line_exit_2(_isrlab("no-such-command"), "no-such-command")
+    one_line_exit_2(isrlab("no-such-command"), "no-such-command")
 
 
 def test_a_campaign_refuses_a_name_that_leaves_out_and_a_seed_range_beyond_64_bits(
@@ -355,14 +355,14 @@ def test_a_campaign_refuses_a_name_that_leaves_out_and_a_seed_range_beyond_64_bi
     scenario.write_text((ROOT / "scenarios" / "default.toml").read_text()
                         .replace('name = "default"', 'name = "../../x"'))
     assert 'name = "../../x"' in scenario.read_text()
-    _one_line_exit_2(_isrlab("campaign", str(scenario), "--seeds", "1:1", cwd=tmp_path),
+    one_line_exit_2(isrlab("campaign", str(scenario), "--seeds", "1:1", cwd=tmp_path),
                      "name", "--out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.toml"]
-    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "0:99999999999999999999999"),
+    one_line_exit_2(isrlab("campaign", "default", "--seeds", "0:99999999999999999999999"),
                      "--seeds", "2^63-1")
-    _one_line_exit_2(_isrlab("compare", "default", "--seeds", "0:99999999999999999999"),
+    one_line_exit_2(isrlab("compare", "default", "--seeds", "0:99999999999999999999"),
                      "--seeds")
-    _one_line_exit_2(_isrlab("compare", "default", "--seeds", "0:999999999"),
+    one_line_exit_2(isrlab("compare", "default", "--seeds", "0:999999999"),
                      "--seeds", "at most")
 
 
@@ -394,23 +394,23 @@ def _foreign_folder(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("door, args", [
+@pytest.mark.parametrize("door, args, flag", [
     ("campaign", ["default", "--seeds", "1:1", "--set", "duration_s=2", "--set", "heal_s=3",
-                  "--set", "faults.plan=[]"]),
-    ("compare", ["s1-kip101-hw-truncation", "--eras", "0.10", "--bugs", "none"]),
-    ("explore", ["s1-kip101-hw-truncation", "--budget", "1"]),
-    ("shrink", [str(TRACE), "--budget", "1"]),
+                  "--set", "faults.plan=[]"], "--out"),
+    ("compare", ["s1-kip101-hw-truncation", "--eras", "0.10", "--bugs", "none"], "--out"),
+    ("explore", ["s1-kip101-hw-truncation", "--budget", "1"], "--out"),
+    ("shrink", [str(TRACE), "--budget", "1"], "--out"),
+    ("regress", ["--record", "--jobs", "1"], "--dir"),
 ])
 def test_a_foreign_folder_survives_every_door_that_writes_a_folder(
-        tmp_path: Path, door: str, args: list[str]) -> None:
+        tmp_path: Path, door: str, args: list[str], flag: str) -> None:
     """Issue 47, class 1: ``campaign --out DIR`` over a folder that was not a campaign
     deleted every file in ``DIR/tmp`` (``--out ~``: the user's ``~/tmp``). Every door that
     writes a folder now takes only a new, empty or marked one: the user's folder is refused
     in one line, exit 2, and every file and subfolder in it is as it was."""
     folder = _foreign_folder(tmp_path / "mine")
     before = _tree(folder)
-    _one_line_exit_2(_isrlab(door, *args, "--out", str(folder)), str(folder), "--out",
-                     "not empty")
+    one_line_exit_2(isrlab(door, *args, flag, str(folder)), str(folder), flag, "not empty")
     assert _tree(folder) == before
 
 
@@ -422,15 +422,15 @@ def test_shrink_never_writes_over_its_own_input(tmp_path: Path) -> None:
     src.mkdir()
     trace = src / TRACE.name
     shutil.copy(TRACE, trace)
-    first = _isrlab("shrink", str(trace), "--out", str(tmp_path / "d"), "--budget", "2")
+    first = isrlab("shrink", str(trace), "--out", str(tmp_path / "d"), "--budget", "2")
     assert first.returncode == 0, first.stderr
     d = tmp_path / "d"
     assert {p.name for p in d.iterdir()} == {"shrink.json", "shrunk.toml", "shrunk.jsonl"}
     before = _tree(tmp_path)
-    _one_line_exit_2(_isrlab("shrink", str(d / "shrunk.jsonl"), "--out", str(d),
+    one_line_exit_2(isrlab("shrink", str(d / "shrunk.jsonl"), "--out", str(d),
                              "--budget", "2"), "--out", "holds the input")
     assert _tree(tmp_path) == before
-    again = _isrlab("shrink", str(d / "shrunk.jsonl"), "--budget", "2")
+    again = isrlab("shrink", str(d / "shrunk.jsonl"), "--budget", "2")
     assert again.returncode == 0, again.stderr
     assert (d / "shrunk.shrunk" / "shrunk.jsonl").is_file()   # beside its input
     assert {k: v for k, v in _tree(tmp_path).items() if k in before} == before
@@ -467,7 +467,7 @@ def test_a_campaign_resumed_after_sigkill_removes_only_its_own_scratch(tmp_path:
     assert stale   # SIGKILL: no finally ran
     (out / "tmp").mkdir()
     (out / "tmp" / "mine.txt").write_text("not the campaign's")
-    resumed = _isrlab(*args[:3], "1:1", *args[4:])
+    resumed = isrlab(*args[:3], "1:1", *args[4:])
     assert resumed.returncode == 0, resumed.stderr
     assert not any(p.exists() for p in stale) and not list(out.glob(".isrlab-scratch-*"))
     assert (out / "tmp" / "mine.txt").read_text() == "not the campaign's"
@@ -490,11 +490,11 @@ def test_compare_refuses_a_list_that_names_nothing(flag: str, value: str) -> Non
     """Issue 47, class 5: ``compare --eras ''`` was a traceback; an empty list where one
     item is needed is one line naming the flag, exit 2."""
     args = [flag, value] if flag == "--catalog" else ["default", flag, value]
-    _one_line_exit_2(_isrlab("compare", *args), flag, "names nothing")
+    one_line_exit_2(isrlab("compare", *args), flag, "names nothing")
 
 
-def test_campaign_spark_with_a_bad_master_url_is_one_line() -> None:
+def test_campaign_spark_with_a_bad_master_url_isone_line() -> None:
     """Issue 47, class 8: ``campaign --spark BADURL`` reached Spark and ended in a Java
     traceback; it is now checked as ``analyze --master`` is: one line, exit 2."""
-    _one_line_exit_2(_isrlab("campaign", "default", "--seeds", "1:1", "--spark", "BADURL"),
+    one_line_exit_2(isrlab("campaign", "default", "--seeds", "1:1", "--spark", "BADURL"),
                      "--spark", "BADURL", "not a Spark master URL")

@@ -185,7 +185,7 @@ def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path: Path) -> Non
     good = str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")
     for args, words in (((str(binary), "--out", str(tmp_path / "a.jsonl")), "binary"),
                         ((good, "--out", str(existing)), "exists"),
-                        ((good, "--out", good), "one of the inputs"),
+                        ((good, "--out", good), "refusing to overwrite"),
                         ((str(tmp_path / "nope.log"), "--out", str(tmp_path / "b.jsonl")),
                          "no such file"),
                         ((good, "--tz", "Mars/Olympus", "--out", str(tmp_path / "c.jsonl")),

@@ -13,8 +13,7 @@ Design choices.
 * Streaming. ``Checker.feed`` takes one event at a time and keeps only compact tuples
   (acks, consumes, final-log records), so a 1M-event trace is checked in seconds without
   holding a million dicts. ``check_events`` is ``feed`` over a list; ``check_file`` streams a
-  file through ``_load`` (a small private loader kept apart so ``traces.reader`` can replace
-  it).
+  file through ``traces.reader`` (the one trace contract of every door, see its doc).
 * Order is the trace's order (``seq``); nothing depends on dict hashing of strings, sets are
   only used for membership, and every reported list is sorted. No wall clock, no randomness:
   the same trace gives byte-identical ``--json`` output.
@@ -28,10 +27,9 @@ Left out: transactions (LSO, aborted reads), Jepsen's Elle cycle analysis, and "
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -39,8 +37,7 @@ from typing import Any, Final
 import orjson
 
 from emulator.args import Parser
-from traces.integrity import unseal
-from traces.reader import TraceError, open_bytes
+from traces.reader import TraceError, iter_events, regular_file
 from traces.schema import ANOMALIES
 
 #: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
@@ -842,84 +839,29 @@ def check_events(events: Iterable[Event]) -> CheckResult:
     return checker.result()
 
 
-def _open(path: Path) -> Any:
-    return open_bytes(path)   # gzip by its magic bytes, not by its name
-
-
-def _load(path: Path, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Yield a trace file's events, verifying each line's crc, ``seq`` and the run_end digest.
-
-    Tolerates a missing ``run_end`` and an unterminated last line that does not parse (a run
-    killed mid-write); sets ``stats["truncated"]`` then. Raises TraceError on bad input.
-    Private on purpose: ``traces.reader`` may replace it.
-    """
-    name = str(path)
-    digest = hashlib.sha256()
-    stats["truncated"] = True
-    try:
-        fh = _open(path)
-    except OSError as exc:
-        raise TraceError(name, None, f"cannot open: {exc.strerror or exc}") from exc
-    with fh:
-        lineno = 0
-        pending: bytes | None = None
-        try:
-            for raw in fh:
-                if pending is not None:  # only the last line may lack its newline
-                    raise TraceError(name, lineno, "line is not terminated")
-                lineno += 1
-                if not raw.endswith(b"\n"):
-                    pending = raw
-                line = raw.rstrip(b"\r\n")
-                body = unseal(line)
-                if body is None:
-                    if pending is not None:
-                        break  # a torn last line: the run was killed mid-write
-                    raise TraceError(name, lineno, "crc: missing or does not match the line")
-                try:
-                    ev = orjson.loads(body)
-                except orjson.JSONDecodeError as exc:
-                    raise TraceError(name, lineno, f"not JSON: {exc}") from exc
-                if not isinstance(ev, dict):
-                    raise TraceError(name, lineno, "not a JSON object")
-                if ev.get("seq") != lineno - 1:
-                    raise TraceError(name, lineno, f"seq: {ev.get('seq')!r}, expected {lineno - 1}")
-                if lineno == 1 and ev.get("event") != "run_start":
-                    raise TraceError(name, lineno, "event: the first line must be run_start")
-                if ev.get("event") == "run_end":
-                    if ev.get("sha256") != digest.hexdigest():
-                        raise TraceError(name, lineno, "sha256: does not match the lines before")
-                    stats["truncated"] = False
-                digest.update(raw)
-                yield ev
-        except EOFError:
-            # a gzip stream cut short (the writer killed mid-write): the lines before the
-            # cut stand and the trace is incomplete, as a plain file cut short is (and as
-            # analyze keeps the lines before a cut); ``truncated`` stays set
-            if lineno == 0:
-                raise TraceError(name, None, "the gzip stream is cut before its first line"
-                                 ) from None
-            return
-        except (OSError, gzip.BadGzipFile) as exc:
-            raise TraceError(name, lineno + 1, f"cannot read: {exc}") from exc
-        if lineno == 0:
-            raise TraceError(name, None, "empty trace")
-
-
 def check_file(path: str | Path, *, max_details: int = MAX_DETAILS) -> CheckResult:
-    """Check a ``.jsonl`` / ``.jsonl.gz`` trace file by streaming it."""
-    stats: dict[str, Any] = {}
+    """Check a ``.jsonl`` / ``.jsonl.gz`` trace file by streaming it.
+
+    The file is read by the shared reader (``traces.reader.iter_events(unfinished=True)``),
+    so ``check`` holds a trace to the one contract every door applies: a regular file,
+    line 1 a ``run_start`` of this schema with its ``isrlab_version``, every line's crc and
+    ``seq``, no line past ``MAX_LINE_BYTES``, ``run_end``'s digest, count and a ``status``
+    from ``RUN_STATUSES``, nothing after it — any of these is :class:`TraceError` (exit 2).
+    A trace that ends early (no ``run_end``, a cut last line, a gzip stream cut off) is not
+    bad input: its lines are checked and the result is ``truncated`` (INCOMPLETE).
+    """
     checker = Checker(max_details)
-    for ev in _load(Path(path), stats):
-        checker.feed(ev)
-    checker.truncated = bool(stats.get("truncated"))
+    with iter_events(path, unfinished=True) as stream:
+        for ev in stream:
+            checker.feed(ev)
+    checker.truncated = stream.footer is None
     return checker.result()
 
 
 def file_digest(path: str | Path) -> str:
     """Hex SHA-256 of the file's bytes (compressed bytes for ``.gz``)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open(regular_file(path), "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -961,10 +903,12 @@ def format_table(result: CheckResult, trace: str) -> str:
     if result.imported:
         lines.append("IMPORTED from Kafka's logs: the ISR, HW, truncation and election views "
                      "above stand; per-record anomalies are not available, so no verdict")
-    elif result.incomplete:
+    if result.incomplete:
         why = "no run_end" if result.truncated else f"status {result.status}"
-        lines.append(f"INCOMPLETE ({why}): the run did not finish, so no verdict")
-    else:
+        what = ("the import did not finish or the trace was cut" if result.imported
+                else "the run did not finish")
+        lines.append(f"INCOMPLETE ({why}): {what}, so no verdict")
+    elif not result.imported:
         lines.append("expect met" if result.expect_met else "EXPECT NOT MET")
     return "\n".join(lines)
 
@@ -974,8 +918,12 @@ def _dash(v: int | None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``isrlab check TRACE [--json]``: 0 expect met, 1 not met, 2 bad input, 3 incomplete
-    (the run did not finish: no verdict)."""
+    """``isrlab check TRACE [--json]``: 0 expect met (or an imported trace read whole: no
+    verdict), 1 not met, 2 bad input (one line on stderr naming the file, the line and the
+    member: not a regular file, a line past the length bound, a BOM or CR LF, a crc, seq,
+    schema, ``isrlab_version``, ``run_end`` status or digest that breaks the trace contract,
+    a line after ``run_end``), 3 incomplete (the run did not finish, or the trace was cut:
+    no verdict, imported traces included)."""
     parser = Parser(prog="isrlab check", description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -995,10 +943,10 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
         print(format_table(result, args.trace))
+    if result.incomplete:
+        return EXIT_INCOMPLETE   # imported or not: a trace cut short or aborted
     if result.imported:
         return 0   # no verdict: the views are informational
-    if result.incomplete:
-        return EXIT_INCOMPLETE
     return 0 if result.expect_met else 1
 
 

@@ -26,7 +26,18 @@ Checks run line by line in file order and the first failure is reported as a
   ``run_end``, or no ``run_end`` at all (the run was killed or the file cut);
 * a first line that is not a ``run_start`` object ("not an isrlab trace": binary data, some
   other JSON), or a ``schema`` this code does not read;
-* a gzip stream that ends early or fails its own CRC (named with the last good line).
+* a gzip stream that ends early or fails its own CRC (named with the last good line);
+* a line 1 that starts with a UTF-8 byte-order mark, or a line that ends with CR LF: an
+  editor or a transfer converted the file, so it is not the writer's sealed bytes any more
+  (refused naming the line, as ``isrlab analyze`` refuses the trace: one rule for both);
+* a line longer than ``MAX_LINE_BYTES`` (64 MiB; no event comes close): read in pieces,
+  never whole, and refused naming its line.
+
+Before anything is opened, the path must be a regular file: a FIFO (which would block the
+reader), a device (``/dev/zero`` never ends), a socket or a folder is refused as a
+``TraceError`` of the whole file (``emulator.files.input_file``'s rule), so every door
+that reads a trace through here (check, show, explain, replay, report, regress) refuses
+it at once with exit 2.
 
 Gzip is recognised by its magic bytes, not by the file name.
 
@@ -36,6 +47,10 @@ Three ways to read
   problem. ``iter_events`` streams (constant memory, for multi-GB traces) and so raises only
   when it reaches the problem: a consumer that must not act on a bad trace either drains it
   first or uses ``read_trace``. The whole-file checks (``run_end``, ``sha256``) come last.
+  ``iter_events(path, unfinished=True)`` verifies as strictly, but a trace that ends early
+  (no ``run_end``, a cut last line, a gzip stream cut off; not a damaged one) is recorded
+  in ``problems`` with ``footer`` left None: how ``isrlab check`` and ``explain`` tell an
+  unfinished run (INCOMPLETE, exit 3) from bad input (exit 2).
 * ``verify=False``: for tools that must read an aborted or partial trace. Lines are not
   checked for ``crc`` or ``seq`` and the digest is not compared, but an unparseable line
   still raises and the first line must still be a ``run_start`` of a readable schema. A
@@ -77,6 +92,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import orjson
 
+from emulator.files import FileRefused, input_file
 from traces.integrity import CRC_MARK, unseal
 from traces.schema import RUN_STATUSES, SCHEMA_VERSION
 
@@ -101,21 +117,45 @@ StrPath = str | os.PathLike[str]
 GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
+#: A line longer than this is refused (no event comes close; a binary file might).
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+_CHUNK: Final = 1024 * 1024
+#: UTF-8's byte-order mark: an editor's, never the writer's
+BOM: Final = b"\xef\xbb\xbf"
+
+
+def regular_file(path: StrPath) -> str:
+    """``path`` when it is a regular file to read; :class:`TraceError` (the whole file, one
+    line) for a FIFO, a device, a socket, a folder or a missing file — found before it is
+    opened, so a FIFO never blocks the reader (``emulator.files.input_file``)."""
+    try:
+        input_file(path)
+    except FileRefused as e:
+        raise TraceError(os.fspath(path), None,
+                         f"cannot open the trace: {_refusal(path, e)}") from None
+    return os.fspath(path)
+
+
+def _refusal(path: StrPath, e: FileRefused) -> str:
+    """``FileRefused``'s text without its leading path (``TraceError`` puts it first)."""
+    text, lead = str(e), f"{os.fspath(path)}: "
+    return text[len(lead):] if text.startswith(lead) else text
+
+
 def is_gzip(path: StrPath) -> bool:
     """Whether the file starts with gzip's magic bytes (whatever its name says)."""
-    with open(path, "rb") as probe:
+    with open(regular_file(path), "rb") as probe:
         return probe.read(2) == GZIP_MAGIC
 
 
 def open_bytes(path: StrPath) -> BinaryIO:
     """A trace file's bytes, decompressed when it is gzip by its magic bytes — a gzip
-    named ``.jsonl`` and a plain file named ``.jsonl.gz`` both read right."""
+    named ``.jsonl`` and a plain file named ``.jsonl.gz`` both read right. Unbounded
+    lines: read through :func:`iter_events` first (it bounds them), or use this only on a
+    file that verified. :class:`TraceError` when ``path`` is not a regular file."""
     if is_gzip(path):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb", buffering=1 << 20)  # noqa: SIM115
-#: A line longer than this is refused (no event comes close; a binary file might).
-MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-_CHUNK: Final = 1024 * 1024
 
 
 class TraceError(Exception):
@@ -152,6 +192,9 @@ class Trace:
 
 class _Mode(enum.Enum):
     STRICT = "strict"
+    #: strict, but a trace that ends early (no ``run_end``, a cut last line, a gzip stream
+    #: cut off) is recorded in ``problems``, not raised: ``isrlab check``'s INCOMPLETE
+    UNFINISHED = "unfinished"
     LOOSE = "loose"
     LENIENT = "lenient"
 
@@ -167,7 +210,8 @@ class _Line:
 
 
 class _StreamBroken(Exception):
-    """The (gzip) byte stream failed while reading; ``args[0]`` says how."""
+    """The (gzip) byte stream failed while reading; ``args[0]`` says how, ``args[1]``
+    whether it was cut off (the file ends early) rather than damaged."""
 
 
 class _LineTooLong(Exception):
@@ -223,9 +267,9 @@ class _Source:
         try:
             data = self._stream.readline(MAX_LINE_BYTES + 1)
         except EOFError as e:
-            raise _StreamBroken(f"the gzip stream is cut off ({e})") from e
+            raise _StreamBroken(f"the gzip stream is cut off ({e})", True) from e
         except (OSError, zlib.error) as e:
-            raise _StreamBroken(f"the gzip stream is damaged ({e})") from e
+            raise _StreamBroken(f"the gzip stream is damaged ({e})", False) from e
         if not data:
             return None
         complete = data.endswith(b"\n")
@@ -326,9 +370,16 @@ class TraceEvents(Iterator[Event]):
     def _error(self, line: int | None, message: str, field: str | None = None) -> TraceError:
         return TraceError(self.path, line, message, field)
 
-    def _problem(self, error: TraceError, *, tolerated_when_loose: bool = False) -> None:
-        """Raise, or record when lenient (or when loose and the problem is tolerated)."""
-        if self._mode is _Mode.LENIENT or (self._mode is _Mode.LOOSE and tolerated_when_loose):
+    def _problem(self, error: TraceError, *, tolerated_when_loose: bool = False,
+                 unfinished: bool | None = None) -> None:
+        """Raise, or record when lenient (or when loose and the problem is tolerated, or
+        when the mode is ``UNFINISHED`` and the problem is the trace ending early:
+        ``unfinished`` defaults to ``tolerated_when_loose``)."""
+        if unfinished is None:
+            unfinished = tolerated_when_loose
+        if (self._mode is _Mode.LENIENT
+                or (self._mode is _Mode.LOOSE and tolerated_when_loose)
+                or (self._mode is _Mode.UNFINISHED and unfinished)):
             self.problems.append(error)
         else:
             raise error
@@ -336,6 +387,7 @@ class TraceEvents(Iterator[Event]):
     # -- the scan --
 
     def _scan(self) -> Generator[Event, None, None]:
+        regular_file(self.path)
         try:
             source = _Source(self.path)
         except OSError as e:
@@ -346,7 +398,7 @@ class TraceEvents(Iterator[Event]):
                 try:
                     line = source.next()
                 except _StreamBroken as e:
-                    self._stream_broken(str(e.args[0]))
+                    self._stream_broken(str(e.args[0]), cut=bool(e.args[1]))
                     break
                 except _LineTooLong:
                     n = self.lines + 1
@@ -367,14 +419,14 @@ class TraceEvents(Iterator[Event]):
             self.digest = content_sha.hexdigest()
             self.raw_digest = self.digest if not source.compressed else source.raw_sha.hexdigest()
 
-    def _stream_broken(self, how: str) -> None:
+    def _stream_broken(self, how: str, *, cut: bool) -> None:
         self._stream_broke = True
         n = self.lines
         if n == 0:
             raise self._error(None, f"{how} before the first line")
         self._problem(
             self._error(n, f"{how} after line {n}; line {n} is the last good line", "gzip"),
-            tolerated_when_loose=True,
+            tolerated_when_loose=True, unfinished=cut,
         )
 
     def _check_end(self, source: _Source) -> None:
@@ -406,6 +458,10 @@ class TraceEvents(Iterator[Event]):
                 )
             )
             return None
+        if line.index == 0 and line.raw.startswith(BOM):
+            raise self._error(
+                1, "line 1 starts with a UTF-8 byte-order mark (BOM): the file was re-saved "
+                "by an editor; isrlab traces have none (the writer's bytes are sealed)")
         try:
             obj = orjson.loads(line.raw)
         except orjson.JSONDecodeError:
@@ -417,6 +473,12 @@ class TraceEvents(Iterator[Event]):
                 else ("not a JSON object" if obj is not None else "not JSON")
             )
             raise self._error(1, f"not an isrlab trace: line 1 is {kind}")
+        if checking and line.complete and line.raw.endswith(b"\r"):
+            self._problem(self._error(
+                n, f"line {n} ends with CR LF: the file's line endings were converted; "
+                "isrlab traces end lines with LF only (the writer's bytes are sealed)"))
+            self._advance_seq()
+            return None
         if not line.complete:
             self._problem(
                 self._error(
@@ -556,9 +618,16 @@ class TraceEvents(Iterator[Event]):
 # --- public API -----------------------------------------------------------------------------
 
 
-def iter_events(path: StrPath, *, verify: bool = True) -> TraceEvents:
-    """Stream the events of a trace, verifying as it goes (see module notes)."""
-    return TraceEvents(path, _Mode.STRICT if verify else _Mode.LOOSE)
+def iter_events(path: StrPath, *, verify: bool = True, unfinished: bool = False
+                ) -> TraceEvents:
+    """Stream the events of a trace, verifying as it goes (see module notes).
+    ``unfinished`` (with ``verify``): a trace that ends early — no ``run_end``, a cut last
+    line, a gzip stream cut off — is not an error; it is recorded in ``problems`` and
+    ``footer`` stays None (``isrlab check``'s INCOMPLETE). Everything else is verified as
+    strictly as without it."""
+    if not verify:
+        return TraceEvents(path, _Mode.LOOSE)
+    return TraceEvents(path, _Mode.UNFINISHED if unfinished else _Mode.STRICT)
 
 
 def iter_events_lenient(path: StrPath) -> TraceEvents:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from emulator.args import Parser
+from emulator.files import FileRefused, claim_folder, input_file
 from traces.reader import TraceError
 
 __all__ = [
@@ -97,9 +98,36 @@ _R = TypeVar("_R")
 # --- the index -------------------------------------------------------------------------------
 
 
+#: an index larger than this is refused unread (the suite's is about 30 KB)
+MAX_INDEX_BYTES: Final = 16 << 20
+
+
+def unknown_only(directory: Path, only: list[str]) -> str | None:
+    """What is wrong with ``--only``'s names (none given, or one that is no entry of the
+    index), as one line; None when each names an entry."""
+    if not only:
+        return "--only: expected NAME,... (entries of the index), got no name"
+    names = [e["name"] for e in load_index(directory)]
+    unknown = [n for n in only if n not in names]
+    if not unknown:
+        return None
+    shown = ", ".join(sorted(names)[:8]) + (", …" if len(names) > 8 else "")
+    return (f"--only: {', '.join(map(repr, unknown))}: no such entry in "
+            f"{directory / INDEX} (entries: {shown or 'none'})")
+
+
 def load_index(directory: Path) -> list[Entry]:
     """The entries of ``directory/index.json``; ``[]`` when there is none yet."""
     path = directory / INDEX
+    if not path.exists():
+        return []
+    try:
+        size = input_file(path, "--dir").stat().st_size
+    except FileRefused as exc:
+        raise TraceError(str(path), None, f"unreadable regression index: {exc}") from None
+    if size > MAX_INDEX_BYTES:
+        raise TraceError(str(path), None, f"regression index of {size} bytes: more than "
+                         f"{MAX_INDEX_BYTES >> 20} MiB, not an index this suite wrote")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -455,7 +483,10 @@ def record(directory: Path, *, only: list[str] | None = None, jobs: int = 1,
 
 
 def main(argv: list[str]) -> int:
-    """``isrlab regress [--record] [--dir DIR] [--only NAME,...] [--jobs N]``."""
+    """``isrlab regress [--record] [--dir DIR] [--only NAME,...] [--jobs N]``: 0 every run
+    reproduces (or recorded), 1 a change, 2 bad input (one line: ``--only`` naming no entry
+    of the index, or none; an index or a trace that is unreadable, not a regular file or
+    breaks the trace contract)."""
     parser = Parser(
         prog="isrlab regress",
         description="Verify the recorded regression traces (exit 1 on any change), or "
@@ -473,10 +504,18 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code in (0, None) else 2
     from emulator.scenario import ScenarioError
 
-    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    only = ([n.strip() for n in args.only.split(",") if n.strip()]
+            if args.only is not None else None)
     index = args.dir / INDEX
     try:
+        bad_only = unknown_only(args.dir, only) if only is not None else None
+        if bad_only:
+            print(f"isrlab: {bad_only}", file=sys.stderr)
+            return 2
         if args.record:
+            # it replaces the traces and the index it finds there: only in a folder that is
+            # new, empty or a regression suite's own (it holds index.json)
+            claim_folder(args.dir, "--dir", INDEX, "a regression folder")
             changed = record(args.dir, only=only, jobs=args.jobs)
             print(f"recorded {index}: {changed} change(s); commit the traces and the index")
             return 0
@@ -485,7 +524,7 @@ def main(argv: list[str]) -> int:
                   "`isrlab regress --record`", file=sys.stderr)
             return 2
         outcome = verify(args.dir, only=only, jobs=args.jobs)
-    except (TraceError, ScenarioError) as exc:
+    except (TraceError, ScenarioError, FileRefused) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return 2
     if outcome.changed:

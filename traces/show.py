@@ -19,7 +19,13 @@ fixed (a stream has no look-ahead) and a longer name just pushes the line right.
   parse. A 100 MB trace costs constant memory.
 * Filters: ``--partition orders-0`` or ``--partition 0`` (every topic), ``--node broker-2``
   or ``--node 2`` (plus the faults aimed at it), ``--from/--to`` seconds (inclusive),
-  ``--events hw_update,isr_change``; they combine (and).
+  ``--events hw_update,isr_change``; they combine (and). A name the trace does not have is
+  bad input, as a malformed ``--partition`` is: ``--node`` naming no node of the trace (no
+  event of it, no fault aimed at it) and ``--events`` naming a kind neither in the trace nor
+  in ``traces.schema.EVENTS`` end with one line naming the flag, and exit 2 — found once
+  the trace has been read (a stream has no look-ahead), so nothing of that name was shown.
+* Exit codes: 0 shown; 2 bad input (a flag, an unknown name, a trace that is not a regular
+  file or breaks the trace contract, see ``traces.reader``).
 * Colour by event family when stdout is a terminal, never when ``NO_COLOR`` is set or the
   output is piped (``--color always|never`` overrides). ``| head`` closing the pipe ends the
   listing quietly (exit 0).
@@ -40,6 +46,7 @@ import orjson
 
 from emulator.args import Parser
 from traces.reader import Event, TraceError, iter_events, open_bytes
+from traces.schema import EVENTS
 
 __all__ = ["Filter", "format_event", "main", "parse_filter"]
 
@@ -336,8 +343,11 @@ def parse_filter(args: argparse.Namespace) -> Filter:
         return round(s * 1_000_000)
 
     events = None
-    if args.events:
+    if args.events is not None:
         events = frozenset(e.strip() for e in args.events.split(",") if e.strip())
+        if not events:
+            raise ValueError(f"--events: expected KIND,... (hw_update,isr_change), got "
+                             f"{args.events!r}")
     start, end = seconds("--from", args.from_s), seconds("--to", args.to_s)
     if start is not None and end is not None and start > end:
         raise ValueError(f"--from {args.from_s} is after --to {args.to_s}: no event can match")
@@ -354,6 +364,51 @@ def _use_colour(choice: str, out: TextIO) -> bool:
         return False
     isatty = getattr(out, "isatty", None)
     return bool(isatty and isatty())
+
+
+@dataclass(slots=True)
+class Seen:
+    """The event kinds and node names a listing met (a fault's targets count as met)."""
+
+    events: set[str]
+    nodes: set[str]
+
+
+def _watched(events: Iterable[Event], seen: Seen) -> Iterator[Event]:
+    for ev in events:
+        kind, node = ev.get("event"), ev.get("node")
+        if isinstance(kind, str):
+            seen.events.add(kind)
+            target = ev.get("target")
+            if kind == "fault" and isinstance(target, list):
+                seen.nodes.update(t for t in target if isinstance(t, str))
+        if isinstance(node, str):
+            seen.nodes.add(node)
+        yield ev
+
+
+def unknown_names(keep: Filter, seen: Seen) -> str | None:
+    """What ``--events`` / ``--node`` named that the trace does not have (a kind neither in
+    the trace nor in the schema, a node that emitted nothing and no fault aimed at), as one
+    line; None when every name is known. A kind of the schema that this trace lacks is no
+    error (a run without truncation has no ``log_truncate``)."""
+    if keep.events is not None:
+        unknown = sorted(e for e in keep.events if e not in seen.events and e not in EVENTS)
+        if unknown:
+            return (f"--events: {', '.join(map(repr, unknown))}: no such event kind in this "
+                    "trace or in the trace schema (kinds here: "
+                    f"{_some(sorted(seen.events))})")
+    if keep.node is not None and keep.node not in seen.nodes:
+        return (f"--node {keep.node}: no such node in this trace (nodes: "
+                f"{_some(sorted(seen.nodes))})")
+    return None
+
+
+def _some(names: list[str], most: int = 12) -> str:
+    if not names:
+        return "none"
+    more = f", … {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def show(events: Iterable[Event], keep: Filter, out: TextIO, *, colour: bool) -> int:
@@ -392,9 +447,10 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     colour = _use_colour(args.color, out)
     stream = iter_events(args.trace, verify=not args.no_verify)
+    seen = Seen(set(), set())
     try:
         with stream:
-            show(stream, keep, out, colour=colour)
+            show(_watched(stream, seen), keep, out, colour=colour)
             out.flush()
     except TraceError as exc:
         with contextlib.suppress(BrokenPipeError):
@@ -411,6 +467,10 @@ def main(argv: list[str]) -> int:
     if args.no_verify:
         for problem in stream.problems:
             print(f"isrlab: warning: {problem}", file=sys.stderr)
+    unknown = unknown_names(keep, seen)
+    if unknown:
+        print(f"isrlab: {unknown}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -14,9 +14,29 @@ Events carry only what a line said: a broker id comes from the message's prefix 
 lines without one (``[Log partition=...]``), from ``--broker``; without either the event's
 node is ``broker-unknown`` and it has no ``replica``.
 
-Bad input is one line and exit 2: no readable file, a binary file, an output that exists
-(nothing already written is overwritten) or is one of the inputs, an unknown ``--tz``. A
-file without any log record is not an error: it is counted and said.
+Exit codes: 0 written; 2 bad input or an output that cannot be written, one line on
+stderr and nothing at ``--out``:
+
+* inputs: a missing file; one that is not a regular file, named or found in a folder (a
+  FIFO, a device such as ``/dev/zero``, a socket: refused before it is opened,
+  ``emulator.files.input_file``); a binary file (a NUL among its first bytes); a line longer
+  than 16 MiB (``lines.MAX_LINE_BYTES``, named ``file:line``: logs are read and inflated a
+  block at a time, so a gzip bomb of one endless line is refused, never held whole);
+* flags: an unknown ``--tz``, a ``--broker`` outside Kafka's 32-bit ``broker.id``;
+* ``--out``: one that exists (nothing already written is overwritten), is one of the
+  inputs, or is not a regular file's name (``/dev/null``, ``/dev/full``, a FIFO:
+  ``emulator.files.output_file``); a second import writing the same ``--out`` at once (the
+  trace is written whole or not at all under a lock, ``emulator.files.replacing``); a
+  write that fails (a full disk).
+
+Not errors, counted and said (the importer's contract for what it cannot use, never
+dropped silently): a file without any log record; lines that frame no record; records no
+kind understood; records with a value out of range — a time no calendar holds once its
+zone is applied (``0001-01-01`` with ``--tz +02:00``) or a number beyond what Kafka's field
+holds (a 20-digit broker id) — counted in ``out_of_range`` with samples naming
+``file:line``. A gzip log that is cut short or damaged is imported up to the break, and one
+warning line on stderr (and ``broken_files`` in the header) says how much of it was read,
+in lines and bytes; the exit is still 0.
 """
 
 from __future__ import annotations
@@ -32,6 +52,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from emulator.args import Parser
+from emulator.files import FileRefused, input_file, output_file, replacing
 from emulator.progress import Progress
 from traces.logs import kinds as K
 from traces.logs.lines import FileStats, LogFileError, Record, read_records, zone_of
@@ -58,6 +79,11 @@ class FileImport:
     continuation: int = 0
     unparsed_replication: int = 0
     samples: list[str] = field(default_factory=list)
+    #: records left out for a value out of range (``FileStats.out_of_range``), and samples
+    out_of_range: int = 0
+    out_of_range_samples: list[str] = field(default_factory=list)
+    #: how the file's gzip stream broke, with how much was read (None: it did not)
+    broken: str | None = None
 
 
 @dataclass
@@ -75,6 +101,10 @@ class ImportResult:
     unparsed_replication: int = 0
     samples: list[str] = field(default_factory=list)
     brokers: set[int] = field(default_factory=set)
+    out_of_range: int = 0
+    out_of_range_samples: list[str] = field(default_factory=list)
+    #: the files whose gzip stream broke, each with how much was read
+    broken: list[str] = field(default_factory=list)
 
     def add(self, f: FileImport) -> None:
         """Count one file's figures in (files in their order: the samples are the first)."""
@@ -85,6 +115,11 @@ class ImportResult:
         self.continuation += f.continuation
         self.unparsed_replication += f.unparsed_replication
         self.samples += f.samples[:SAMPLES - len(self.samples)]
+        self.out_of_range += f.out_of_range
+        self.out_of_range_samples += f.out_of_range_samples[
+            :SAMPLES - len(self.out_of_range_samples)]
+        if f.broken:
+            self.broken.append(f.broken)
 
     def header(self, origin_us: int) -> dict[str, Any]:
         era = {k.name: k.era for k in K.KINDS}
@@ -98,6 +133,9 @@ class ImportResult:
             "continuation_lines": self.continuation,
             "unparsed_replication_like": self.unparsed_replication,
             "samples": self.samples,
+            "out_of_range": self.out_of_range,
+            "out_of_range_samples": self.out_of_range_samples,
+            "broken_files": self.broken,
             "time_origin": dt.datetime.fromtimestamp(origin_us / 1e6, dt.UTC).isoformat(),
         }
 
@@ -107,14 +145,22 @@ class ImportError_(Exception):
 
 
 def _inputs(paths: list[str]) -> list[Path]:
+    """The log files named, and those found in folders (names containing ``.log``): each a
+    regular file, refused at once otherwise (a FIFO would block, ``/dev/zero`` never
+    ends), whether named or found."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(q for q in p.rglob("*") if q.is_file() and ".log" in q.name)
-        elif p.exists():
-            files.append(p)
+            found = sorted(q for q in p.rglob("*") if ".log" in q.name and not q.is_dir())
+        elif p.exists() or p.is_symlink():
+            found = [p]
         else:
             raise ImportError_(f"{p}: no such file or folder")
+        for q in found:
+            try:
+                files.append(input_file(q))
+            except FileRefused as exc:
+                raise ImportError_(str(exc)) from None
     if not files:
         raise ImportError_(f"{' '.join(paths)}: no log file found (names containing .log)")
     return files
@@ -129,12 +175,35 @@ def zone(tz: str) -> dt.tzinfo:
 
 
 def check_out(out: str, inputs: list[str]) -> None:
-    """``--out`` must be new: nothing already written is overwritten, no input either."""
+    """``--out`` must be new: nothing already written is overwritten, no input either, and
+    it must be a file name isrlab may write (``emulator.files.output_file``: not
+    ``/dev/null``, ``/dev/full``, a FIFO or a folder)."""
     target = Path(out)
-    if target.exists():
-        if any(target.resolve() == Path(f).resolve() for f in inputs if "://" not in f):
-            raise ImportError_(f"{out}: --out: is one of the inputs; refusing to overwrite it")
+    try:
+        output_file(target, "--out", [f for f in inputs if "://" not in f])
+    except FileRefused as exc:
+        raise ImportError_(str(exc)) from None
+    if target.exists() or target.is_symlink():
         raise ImportError_(f"{out}: --out: exists; nothing is overwritten: choose another")
+
+
+#: fields Kafka holds in 32 bits (broker ids, partitions, epochs); every list of integers
+#: in an imported event is one of broker ids. Other integers (offsets, sizes, times) are
+#: Kafka's 64-bit longs.
+INT32_FIELDS: Final = frozenset({
+    "broker", "replica", "leader", "partition", "leader_epoch", "partition_epoch",
+    "controller_epoch", "previous_leader_epoch", "min_isr"})
+
+
+def out_of_range(ev: dict[str, Any]) -> str | None:
+    """What number of an event is beyond what its Kafka field holds (a 20-digit broker id
+    is no broker of Kafka's: a damaged or forged line), as words; None when none is."""
+    for key, value in ev.items():
+        bits = 32 if key in INT32_FIELDS or isinstance(value, list) else 64
+        for x in value if isinstance(value, list) else (value,):
+            if type(x) is int and not -(1 << (bits - 1)) <= x < 1 << (bits - 1):
+                return f"{key} {x}: beyond a {bits}-bit integer, what Kafka's field holds"
+    return None
 
 
 def import_file(records: Iterator[Record], stats: FileStats, index: int,
@@ -145,7 +214,16 @@ def import_file(records: Iterator[Record], stats: FileStats, index: int,
     f = FileImport()
     for rec in records:
         f.records += 1
-        hit = K.match(rec, fmt)
+        try:
+            hit = K.match(rec, fmt)
+        except ValueError as exc:   # int() of a number of thousands of digits
+            stats.reject(rec.file, rec.line, f"a number out of range ({exc})")
+            continue
+        beyond = None if hit is None else next(
+            (b for ev in hit[1] if (b := out_of_range(ev)) is not None), None)
+        if beyond is not None:
+            stats.reject(rec.file, rec.line, beyond)
+            continue
         if hit is None:
             # not understood: counted when it reads as replication, or when only the other
             # --format's kinds would have read it
@@ -161,6 +239,8 @@ def import_file(records: Iterator[Record], stats: FileStats, index: int,
         for ev in events:
             f.rows.append((rec.ts_us, index, rec.line, kind.name, _placed(ev, broker)))
     f.unframed, f.continuation = stats.unframed, stats.continuation
+    f.out_of_range, f.out_of_range_samples = stats.out_of_range, stats.out_of_range_samples
+    f.broken = stats.broken
     return f
 
 
@@ -205,12 +285,28 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
 def write_trace(result: ImportResult, rows: Iterator[Row], n_rows: int, *, cluster: str,
                 progress: TextIO | None) -> None:
     """Write ``rows`` (merged by time) as the trace ``result.out``; ``ts_us`` 0 is the first
-    row's time. A failure leaves the trace closed with status ``error``."""
+    row's time. Whole or nothing (``emulator.files.replacing``): the trace is written under
+    a temporary name beside ``out`` and renamed onto it once closed, so a failure (a full
+    disk: ``OSError``) leaves nothing at ``out``; a second import writing the same ``out``
+    at once is refused (:class:`ImportError_`), as is an ``out`` that appeared meanwhile."""
+    try:
+        with replacing(result.out, "--out", [f for f in result.files if "://" not in f]
+                       ) as part:
+            if Path(result.out).exists():
+                raise ImportError_(f"{result.out}: --out: exists; nothing is overwritten: "
+                                   "choose another")
+            _write(result, part, rows, n_rows, cluster=cluster, progress=progress)
+    except FileRefused as exc:
+        raise ImportError_(str(exc)) from None
+
+
+def _write(result: ImportResult, path: Path, rows: Iterator[Row], n_rows: int, *,
+           cluster: str, progress: TextIO | None) -> None:
     first = next(rows, None)
     origin = first[0] if first is not None else 0
     writing = Progress(progress or sys.stderr, n_rows, "import: writing", "event",
                        quiet=progress is None, plain=False)
-    writer = TraceWriter(result.out)
+    writer = TraceWriter(path)
     try:
         writer.start(seed=None, scenario={"name": cluster, "imported": True}, fault_plan=[],
                      protocol="imported", imported=result.header(origin))
@@ -263,7 +359,9 @@ def _placed(ev: dict[str, Any], broker: int | None) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``isrlab import``: 0 written, 2 bad input (one line on stderr)."""
+    """``isrlab import``: 0 written (a gzip log cut short or damaged is imported up to the
+    break, with one warning line per such file on stderr saying how much was read), 2 bad
+    input or an output that cannot be written (one line on stderr; nothing at ``--out``)."""
     parser = Parser(prog="isrlab import",
                                      description="Kafka broker logs as an isrlab trace.")
     parser.add_argument("logs", nargs="+", metavar="LOG",
@@ -272,7 +370,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tz", default="UTC",
                         help="the zone of the logs' timestamps (default UTC; e.g. Europe/Paris)")
     parser.add_argument("--broker", type=int,
-                        help="the broker id of lines that do not name one ([Log ...] lines)")
+                        help="the broker id of lines that do not name one ([Log ...] lines): "
+                             "0 to 2147483647, as Kafka's broker.id")
     parser.add_argument("--cluster", default="imported", help="a name for the trace")
     parser.add_argument("--format", choices=K.FORMATS, default="auto",
                         help="whose controller statements to read: zk (ZooKeeper era), kraft, "
@@ -287,6 +386,10 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
+    if args.broker is not None and not 0 <= args.broker < 1 << 31:
+        print(f"isrlab import: --broker {args.broker}: not a broker id (0 to 2147483647, "
+              "Kafka's broker.id is a 32-bit integer)", file=sys.stderr)
+        return 2
     out = args.out
     if out.endswith("/") or Path(out).is_dir():
         out = str(Path(out) / f"{Path(args.cluster).name or 'imported'}.jsonl.gz")
@@ -299,9 +402,18 @@ def main(argv: list[str]) -> int:
     except ImportError_ as exc:
         print(f"isrlab import: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:   # writing the trace failed (a full disk): nothing was left at out
+        print(f"isrlab import: {out}: --out: cannot write: {exc.strerror or exc}; nothing "
+              "was written", file=sys.stderr)
+        return 2
+    for broken in res.broken:
+        print(f"isrlab import: warning: {broken}", file=sys.stderr)
     print(f"imported {len(res.files)} file(s): {res.records} records, {res.parsed} parsed "
           f"into {res.events} events, {res.unframed} lines not a log record, "
-          f"{res.unparsed_replication} replication-looking records not understood")
+          f"{res.unparsed_replication} replication-looking records not understood, "
+          f"{res.out_of_range} records with a value out of range left out")
+    for s in res.out_of_range_samples[:5]:
+        print(f"  out of range: {s}")
     for kind, n in sorted(res.by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {kind:<26}{n:>8}")
     for s in res.samples[:5]:

@@ -1,4 +1,5 @@
-"""Hostile input, second pass (issue 47), at the doors that run and write: ``run``,
+"""Hostile input, second pass (issue 47; the suite's index: tests/test_hostile_input.py).
+At the doors that run and write: ``run``,
 ``replay``, ``report`` and the scenario loader every door shares. Each test runs the real
 command line in a subprocess and says which class of the issue it covers: the inputs are
 byte-identical afterwards, bad input is one line on stderr naming the source and the field
@@ -22,10 +23,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import isrlab, one_line_exit_2
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a few simulated seconds, no scripted fault: a run of well under a second
@@ -34,21 +36,6 @@ SHORT = ("--set", "duration_s=2", "--set", "heal_s=3", "--set", "faults.plan=[]"
 LONG = ("--set", "duration_s=600", "--set", "heal_s=3", "--set", "faults.plan=[]")
 #: a limit on the size of any file the command writes: the disk "fills up" mid-write
 FILE_LIMIT = 200_000
-
-
-def _isrlab(*args: str, cwd: Path = ROOT, preexec_fn: Callable[[], None] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "emulator.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=preexec_fn)
-
-
-def _one_line_exit_2(proc: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert all(w in lines[0] for w in words), lines[0]
 
 
 def _disk_fills_up() -> None:
@@ -81,7 +68,7 @@ def _unchanged(before: dict[Path, bytes]) -> None:
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A short trace of the default scenario (gzip), recorded once for the module."""
     path = tmp_path_factory.mktemp("recorded") / "short.jsonl.gz"
-    proc = _isrlab("run", "default", *SHORT, "--out", str(path))
+    proc = isrlab("run", "default", *SHORT, "--out", str(path))
     assert proc.returncode == 0, proc.stderr
     return path
 
@@ -128,7 +115,7 @@ def test_run_refuses_an_out_that_is_a_device(device: str, scenario_copy: Path) -
     """Class 6: ``run --out /dev/null`` ended in a checker traceback, ``--out /dev/full``
     in an OSError traceback; isrlab writes regular files only."""
     before = _snapshot(scenario_copy)
-    _one_line_exit_2(_isrlab("run", str(scenario_copy), *SHORT, "--out", device), device,
+    one_line_exit_2(isrlab("run", str(scenario_copy), *SHORT, "--out", device), device,
                      "--out", "regular files only")
     _unchanged(before)
 
@@ -137,9 +124,9 @@ def test_run_refuses_an_out_that_is_a_device(device: str, scenario_copy: Path) -
 def test_replay_and_report_refuse_an_out_that_is_a_device(device: str, trace: Path) -> None:
     """Class 6: the same rule at ``replay --out`` and ``report -o``."""
     before = _snapshot(trace)
-    _one_line_exit_2(_isrlab("replay", str(trace), "--out", device), device, "--out",
+    one_line_exit_2(isrlab("replay", str(trace), "--out", device), device, "--out",
                      "regular files only")
-    _one_line_exit_2(_isrlab("report", str(trace), "--no-rerun", "-o", device), device, "-o",
+    one_line_exit_2(isrlab("report", str(trace), "--no-rerun", "-o", device), device, "-o",
                      "regular files only")
     _unchanged(before)
 
@@ -150,9 +137,9 @@ def test_replay_and_report_refuse_to_write_over_their_input(trace: Path, tmp_pat
     before = _snapshot(trace)
     other_name = tmp_path / ".." / tmp_path.name / "link.jsonl.gz"
     os.symlink(trace, tmp_path / "link.jsonl.gz")
-    _one_line_exit_2(_isrlab("replay", str(trace), "--out", str(other_name)), "--out",
+    one_line_exit_2(isrlab("replay", str(trace), "--out", str(other_name)), "--out",
                      "refusing to overwrite")
-    _one_line_exit_2(_isrlab("report", str(trace), "-o", str(other_name)), "-o",
+    one_line_exit_2(isrlab("report", str(trace), "-o", str(other_name)), "-o",
                      "refusing to overwrite")
     _unchanged(before)
 
@@ -165,7 +152,7 @@ def test_a_disk_that_fills_up_mid_run_leaves_the_old_trace_untouched(
     out.parent.mkdir()
     out.write_bytes(b"what was there before\n")
     before = _snapshot(scenario_copy, out)
-    _one_line_exit_2(_isrlab("run", str(scenario_copy), *SHORT, "--out", str(out),
+    one_line_exit_2(isrlab("run", str(scenario_copy), *SHORT, "--out", str(out),
                              preexec_fn=_disk_fills_up), str(out), "--out", "cannot write",
                      "nothing written")
     _unchanged(before)
@@ -180,9 +167,9 @@ def test_a_disk_that_fills_up_mid_replay_or_report_leaves_the_old_output_untouch
     replayed.write_bytes(b"an earlier replay\n")
     page.write_bytes(b"<p>an earlier page</p>\n")
     before = _snapshot(trace, replayed, page)
-    _one_line_exit_2(_isrlab("replay", str(trace), "--out", str(replayed),
+    one_line_exit_2(isrlab("replay", str(trace), "--out", str(replayed),
                              preexec_fn=_disk_fills_up), "--out", "cannot write")
-    _one_line_exit_2(_isrlab("report", str(trace), "--no-rerun", "-o", str(page),
+    one_line_exit_2(isrlab("report", str(trace), "--no-rerun", "-o", str(page),
                              preexec_fn=_disk_fills_up), "-o", "cannot write")
     _unchanged(before)
     assert _leftovers(tmp_path) == []
@@ -196,13 +183,13 @@ def test_run_replaces_its_own_output_whole_and_the_bytes_do_not_depend_on_the_te
     one), so the same scenario and seed give the same bytes in any folder."""
     first, second = tmp_path / "a" / "t.jsonl.gz", tmp_path / "b" / "t.jsonl.gz"
     for out in (first, first, second):
-        proc = _isrlab("run", str(scenario_copy), *SHORT, "--out", str(out))
+        proc = isrlab("run", str(scenario_copy), *SHORT, "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr
     assert first.read_bytes() == second.read_bytes()
     assert _leftovers(first.parent) == [] and _leftovers(second.parent) == []
     replayed = tmp_path / "c" / "t.jsonl.gz"
-    proc = _isrlab("replay", str(first), "--out", str(replayed))
+    proc = isrlab("replay", str(first), "--out", str(replayed))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert replayed.read_bytes() == first.read_bytes()
 
@@ -216,7 +203,7 @@ def test_two_runs_writing_one_out_at_once(scenario_copy: Path, tmp_path: Path) -
     first = _popen_run(scenario_copy, out)
     try:
         _wait_until_written(out, first)
-        _one_line_exit_2(_isrlab("run", str(scenario_copy), *SHORT, "--out", str(out)),
+        one_line_exit_2(isrlab("run", str(scenario_copy), *SHORT, "--out", str(out)),
                          str(out), "another isrlab command is writing")
         first.send_signal(signal.SIGTERM)
         _stdout, stderr = first.communicate(timeout=120)
@@ -258,8 +245,8 @@ def test_a_scenario_that_is_not_a_regular_file_is_refused_at_once(
     """Class 2: a FIFO as the scenario blocked ``run`` for ever, ``/dev/zero`` read until
     memory ran out; a folder or a socket failed deep inside. Refused before reading."""
     path, kind = not_a_file
-    proc = _isrlab("run", str(path), *SHORT, "--out", str(tmp_path / "t.jsonl"), timeout=60)
-    _one_line_exit_2(proc, str(path), "scenario", kind)
+    proc = isrlab("run", str(path), *SHORT, "--out", str(tmp_path / "t.jsonl"), timeout=60)
+    one_line_exit_2(proc, str(path), "scenario", kind)
     assert not (tmp_path / "t.jsonl").exists()
 
 
@@ -267,7 +254,7 @@ def test_report_refuses_a_path_that_is_not_a_regular_file(tmp_path: Path) -> Non
     """Class 2: ``report FIFO`` is refused at once (a folder is a campaign folder)."""
     fifo = tmp_path / "t.jsonl"
     os.mkfifo(fifo)
-    _one_line_exit_2(_isrlab("report", str(fifo), "-o", str(tmp_path / "r.html"),
+    one_line_exit_2(isrlab("report", str(fifo), "-o", str(tmp_path / "r.html"),
                              timeout=60), str(fifo), "FIFO")
 
 
@@ -276,7 +263,7 @@ def test_replay_refuses_a_trace_that_is_not_a_regular_file_before_its_out(
     """Class 2: ``replay FIFO --out NEW`` is refused at once, and ``NEW`` is not made."""
     fifo = tmp_path / "t.jsonl"
     os.mkfifo(fifo)
-    _one_line_exit_2(_isrlab("replay", str(fifo), "--out", str(tmp_path / "new.jsonl"),
+    one_line_exit_2(isrlab("replay", str(fifo), "--out", str(tmp_path / "new.jsonl"),
                              timeout=60), str(fifo), "FIFO")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
 
@@ -290,7 +277,7 @@ def test_a_set_with_a_line_break_is_refused(item: str, scenario_copy: Path) -> N
     """Class 5: ``--set 'duration_s=2<newline>heal_s=1'`` kept the first line and dropped
     the rest silently; now one line (the break shown escaped), exit 2."""
     before = _snapshot(scenario_copy)
-    _one_line_exit_2(_isrlab("run", str(scenario_copy), *SHORT, "--set", item), "--set",
+    one_line_exit_2(isrlab("run", str(scenario_copy), *SHORT, "--set", item), "--set",
                      "line break")
     _unchanged(before)
 
@@ -300,7 +287,7 @@ def test_replay_context_is_a_count_within_bounds(value: str, trace: Path) -> Non
     """Class 5: ``replay --context 99999999999999999999`` was an OverflowError traceback,
     ``--context -5`` was accepted; a count is 0..10000."""
     before = _snapshot(trace)
-    _one_line_exit_2(_isrlab("replay", str(trace), f"--context={value}"), "--context")
+    one_line_exit_2(isrlab("replay", str(trace), f"--context={value}"), "--context")
     _unchanged(before)
 
 
@@ -308,7 +295,7 @@ def test_replay_context_is_a_count_within_bounds(value: str, trace: Path) -> Non
 def test_report_max_points_is_a_count_within_bounds(value: str, trace: Path, tmp_path: Path
                                                     ) -> None:
     """Class 5: ``report --max-points -5`` was accepted silently (and drawn as 100)."""
-    _one_line_exit_2(_isrlab("report", str(trace), f"--max-points={value}", "-o",
+    one_line_exit_2(isrlab("report", str(trace), f"--max-points={value}", "-o",
                              str(tmp_path / "r.html")), "--max-points")
     assert not (tmp_path / "r.html").exists()
 
@@ -344,7 +331,7 @@ def test_a_topic_name_kafka_refuses_is_refused_at_load(name: str, words: str,
     refuses are refused at load, naming the file, the line and ``topics[0].name``."""
     path = _scenario(tmp_path, TOPIC.format(name=json.dumps(name)))
     before = _snapshot(path)
-    _one_line_exit_2(_isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
+    one_line_exit_2(isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
                      f"{path}:6: topics[0].name", words)
     _unchanged(before)
     assert not (tmp_path / "t.jsonl").exists()
@@ -355,7 +342,7 @@ def test_topic_names_that_collide_in_metric_names_are_refused(tmp_path: Path) ->
     refuses the second topic; so does the scenario, naming ``topics[1].name``."""
     path = _scenario(tmp_path, TOPIC.format(name='"a.b"')
                      + '\n[[topics]]\nname = "a_b"\n')
-    _one_line_exit_2(_isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
+    one_line_exit_2(isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
                      "topics[1].name", "collides", "a.b")
 
 
@@ -390,7 +377,7 @@ def test_a_decommission_with_nowhere_to_move_the_replicas_is_refused_at_load(
     such a plan. Refused at load, naming the step."""
     path = _scenario(tmp_path, DECOMMISSION.format(brokers=3, steps=""))
     before = _snapshot(path)
-    _one_line_exit_2(_isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
+    one_line_exit_2(isrlab("run", str(path), "--out", str(tmp_path / "t.jsonl")),
                      "faults.plan[0].target", "broker-1", "nowhere to go",
                      "larger than available brokers")
     _unchanged(before)
@@ -402,7 +389,7 @@ def test_a_decommission_after_a_spare_joined_runs_to_its_end(tmp_path: Path) -> 
     steps = '\n[[faults.plan]]\nat_s = 0.2\nfault = "add_broker"\ntarget = "broker-4"\n'
     path = _scenario(tmp_path, DECOMMISSION.format(brokers=3, steps=steps))
     out = tmp_path / "t.jsonl"
-    proc = _isrlab("run", str(path), "--out", str(out))
+    proc = isrlab("run", str(path), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     phases = [json.loads(line)["phase"] for line in out.read_text().splitlines()
               if '"event":"decommission"' in line]
@@ -422,7 +409,7 @@ def test_a_decommission_with_every_other_broker_down_is_traced_as_rejected(
         '"broker.heartbeat.interval.ms" = 300')
     path = _scenario(tmp_path, text)
     out = tmp_path / "t.jsonl"
-    proc = _isrlab("run", str(path), "--out", str(out))
+    proc = isrlab("run", str(path), "--out", str(out))
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     events = [json.loads(line) for line in out.read_text().splitlines()
@@ -460,7 +447,7 @@ def test_a_run_stopped_by_a_signal_is_incomplete(sig: signal.Signals, scenario_c
     assert "INCOMPLETE" in stdout and "NOT met" not in stdout
     end = _last_event(out)
     assert end["event"] == "run_end" and end["status"] == "aborted"
-    assert _isrlab("check", str(out)).returncode == 3   # the trace says the same
+    assert isrlab("check", str(out)).returncode == 3   # the trace says the same
     assert _leftovers(tmp_path) == []
     _unchanged(before)
 
@@ -478,7 +465,7 @@ def test_report_over_a_folder_with_damaged_traces_names_each_and_exits_1(
     (folder / "junk.jsonl").write_bytes(b"not a trace\n")
     before = _snapshot(*folder.iterdir())
     page = tmp_path / "report.html"
-    proc = _isrlab("report", str(folder), "-o", str(page))
+    proc = isrlab("report", str(folder), "-o", str(page))
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
