@@ -132,8 +132,7 @@ def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any
                     "by_kind": dict(one.by_kind), "unframed": one.unframed,
                     "continuation": one.continuation,
                     "unparsed_replication": one.unparsed_replication,
-                    "samples": one.samples, "out_of_range": one.out_of_range,
-                    "out_of_range_samples": one.out_of_range_samples,
+                    "samples": one.samples,
                     "broken": one.broken})
 
     return parse
@@ -167,8 +166,7 @@ def _file_import(s: dict[str, Any]) -> FileImport:
     f = FileImport(records=s["records"], parsed=s["parsed"], unframed=s["unframed"],
                    continuation=s["continuation"],
                    unparsed_replication=s["unparsed_replication"], samples=s["samples"],
-                   out_of_range=s["out_of_range"],
-                   out_of_range_samples=s["out_of_range_samples"], broken=s["broken"])
+                   broken=s["broken"])
     f.by_kind.update(s["by_kind"])
     return f
 

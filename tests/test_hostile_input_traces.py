@@ -294,23 +294,19 @@ def test_regress_refuses_an_unknown_only_entry(only: str, words: tuple[str, ...]
      "partition [topicold,24] from 1,0,2 to 1 (kafka.cluster.Partition)\n",
      "+02:00", "out of range"),
 ])
-def test_import_counts_a_record_with_a_value_out_of_range(
+def test_import_refuses_a_record_with_a_value_no_kafka_field_holds(
         tmp_path: Path, line: str, tz: str, words: str) -> None:
     """Class 5: a 20-digit broker id (past any 64-bit integer) was a traceback when the
-    trace was written; ``0001-01-01`` with ``--tz +02:00`` an OverflowError. The importer's
-    contract for a malformed record is to count it, with a sample naming the file and the
-    line, never dropped silently: both are counted as out of range, left out, and said."""
+    trace was written; ``0001-01-01`` with ``--tz +02:00`` an OverflowError. No broker
+    writes either (the log is damaged or forged): one line naming the file, the line and
+    the value, exit 2, and nothing written at ``--out``."""
     log = tmp_path / "server.log"
     log.write_text(RECORD + line)
     before = _digest(log)
     out = tmp_path / "t.jsonl"
-    proc = isrlab("import", str(log), "--tz", tz, "--out", str(out))
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert "1 records with a value out of range left out" in proc.stdout
-    assert f"out of range: {log}:2: " in proc.stdout and words in proc.stdout
-    header = orjson.loads(unseal(out.read_bytes().splitlines()[0]) or b"{}")
-    assert header["imported"]["out_of_range"] == 1 and header["imported"]["parsed"] == 1
-    assert _digest(log) == before
+    one_line_exit_2(isrlab("import", str(log), "--tz", tz, "--out", str(out)), f"{log}:2:",
+                    words)
+    assert not out.exists() and _digest(log) == before
 
 
 def test_import_refuses_a_broker_id_beyond_32_bits() -> None:

@@ -27,14 +27,15 @@ stderr and nothing at ``--out``:
   inputs, or is not a regular file's name (``/dev/null``, ``/dev/full``, a FIFO:
   ``emulator.files.output_file``); a second import writing the same ``--out`` at once (the
   trace is written whole or not at all under a lock, ``emulator.files.replacing``); a
-  write that fails (a full disk).
+  write that fails (a full disk);
+* a record with a value no Kafka field holds — a time no calendar holds once its zone is
+  applied (``0001-01-01`` with ``--tz +02:00``) or a number beyond what Kafka's field holds
+  (a 20-digit broker id): no broker writes one, the log is damaged or forged; the line
+  names ``file:line`` and the value.
 
 Not errors, counted and said (the importer's contract for what it cannot use, never
 dropped silently): a file without any log record; lines that frame no record; records no
-kind understood; records with a value out of range — a time no calendar holds once its
-zone is applied (``0001-01-01`` with ``--tz +02:00``) or a number beyond what Kafka's field
-holds (a 20-digit broker id) — counted in ``out_of_range`` with samples naming
-``file:line``. A gzip log that is cut short or damaged is imported up to the break, and one
+kind understood. A gzip log that is cut short or damaged is imported up to the break, and one
 warning line on stderr (and ``broken_files`` in the header) says how much of it was read,
 in lines and bytes; the exit is still 0.
 """
@@ -79,9 +80,6 @@ class FileImport:
     continuation: int = 0
     unparsed_replication: int = 0
     samples: list[str] = field(default_factory=list)
-    #: records left out for a value out of range (``FileStats.out_of_range``), and samples
-    out_of_range: int = 0
-    out_of_range_samples: list[str] = field(default_factory=list)
     #: how the file's gzip stream broke, with how much was read (None: it did not)
     broken: str | None = None
 
@@ -101,8 +99,6 @@ class ImportResult:
     unparsed_replication: int = 0
     samples: list[str] = field(default_factory=list)
     brokers: set[int] = field(default_factory=set)
-    out_of_range: int = 0
-    out_of_range_samples: list[str] = field(default_factory=list)
     #: the files whose gzip stream broke, each with how much was read
     broken: list[str] = field(default_factory=list)
 
@@ -115,9 +111,6 @@ class ImportResult:
         self.continuation += f.continuation
         self.unparsed_replication += f.unparsed_replication
         self.samples += f.samples[:SAMPLES - len(self.samples)]
-        self.out_of_range += f.out_of_range
-        self.out_of_range_samples += f.out_of_range_samples[
-            :SAMPLES - len(self.out_of_range_samples)]
         if f.broken:
             self.broken.append(f.broken)
 
@@ -133,8 +126,6 @@ class ImportResult:
             "continuation_lines": self.continuation,
             "unparsed_replication_like": self.unparsed_replication,
             "samples": self.samples,
-            "out_of_range": self.out_of_range,
-            "out_of_range_samples": self.out_of_range_samples,
             "broken_files": self.broken,
             "time_origin": dt.datetime.fromtimestamp(origin_us / 1e6, dt.UTC).isoformat(),
         }
@@ -239,7 +230,6 @@ def import_file(records: Iterator[Record], stats: FileStats, index: int,
         for ev in events:
             f.rows.append((rec.ts_us, index, rec.line, kind.name, _placed(ev, broker)))
     f.unframed, f.continuation = stats.unframed, stats.continuation
-    f.out_of_range, f.out_of_range_samples = stats.out_of_range, stats.out_of_range_samples
     f.broken = stats.broken
     return f
 
@@ -410,10 +400,7 @@ def main(argv: list[str]) -> int:
         print(f"isrlab import: warning: {broken}", file=sys.stderr)
     print(f"imported {len(res.files)} file(s): {res.records} records, {res.parsed} parsed "
           f"into {res.events} events, {res.unframed} lines not a log record, "
-          f"{res.unparsed_replication} replication-looking records not understood, "
-          f"{res.out_of_range} records with a value out of range left out")
-    for s in res.out_of_range_samples[:5]:
-        print(f"  out of range: {s}")
+          f"{res.unparsed_replication} replication-looking records not understood")
     for kind, n in sorted(res.by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {kind:<26}{n:>8}")
     for s in res.samples[:5]:

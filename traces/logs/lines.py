@@ -76,19 +76,17 @@ class FileStats:
     records: int = 0
     unframed: int = 0         #: lines that neither start a record nor follow one
     continuation: int = 0     #: lines attached to the record above them (stack traces)
-    #: records left out because a value is out of range: a time no calendar holds
-    #: (``0001-01-01`` ahead of UTC), a number beyond its field (a 20-digit broker id)
-    out_of_range: int = 0
-    #: the first of them, ``file:line: why``
-    out_of_range_samples: list[str] = field(default_factory=list)
     #: how the file's gzip stream broke, with how much was read (``LogText.broken``)
     broken: str | None = None
 
-    def reject(self, name: str, line: int, why: str, limit: int = 20) -> None:
-        """Count a record left out for a value out of range, keeping the first samples."""
-        self.out_of_range += 1
-        if len(self.out_of_range_samples) < limit:
-            self.out_of_range_samples.append(f"{name}:{line}: {why}")
+    @staticmethod
+    def reject(name: str, line: int, why: str) -> None:
+        """A record with a value no Kafka field holds: a time no calendar holds once its zone
+        is applied (``0001-01-01`` ahead of UTC), a number beyond its field (a 20-digit
+        broker id). No broker writes one — the log is damaged or forged — so it is bad
+        input, one line naming the file, the line and the value (:class:`LogFileError`):
+        never a traceback, never a record quietly left out."""
+        raise LogFileError(f"{name}:{line}: {why}")
 
 
 class LogFileError(Exception):
@@ -276,7 +274,7 @@ def records_of(name: str, lines: Iterable[str], zone: dt.tzinfo, stats: FileStat
     """The records of one file's ``lines``, in file order; ``progress(fraction read)`` now
     and then (every ``PROGRESS_LINES`` lines) and at the end (the fraction of a
     :class:`LogText`'s bytes, or of a list's lines). A record whose time is out of range is
-    counted in ``stats.out_of_range`` (with a sample naming its line), never a traceback;
+    :class:`LogFileError` naming its line (``FileStats.reject``), never a traceback;
     a :class:`LogText`'s broken gzip stream lands in ``stats.broken``."""
     current: Record | None = None
     text = lines if isinstance(lines, LogText) else None
