@@ -73,7 +73,7 @@ def isrlab(*args: str, cwd: Path = ROOT, timeout: float = 300,
            preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     """``isrlab ARGS`` as a user runs it, in a subprocess; the timeout guards against a
     hang (a command that hangs fails the test instead of stalling the suite)."""
-    return subprocess.run([sys.executable, "-m", "emulator.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
                           preexec_fn=preexec_fn)
 

@@ -224,7 +224,7 @@ def test_campaign_stops_cleanly_on_a_signal_with_valid_results(
     """Ctrl-C, and SIGTERM alike (class 7): the summary, valid files, the workers gone."""
     out = tmp_path / "c"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator.cli", "campaign", "default", "--seeds", "1:500",
+        [sys.executable, "-m", "cli", "campaign", "default", "--seeds", "1:500",
          "--jobs", "2", "--out", str(out), *TINY],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

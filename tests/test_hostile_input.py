@@ -38,7 +38,7 @@ TRACE = ROOT / "tests" / "regressions" / "s2-kip101-power-loss-divergence.jsonl.
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     """Class 8: ``isrlab check T | head -1`` — the pipe closes after one line; no
     BrokenPipeError traceback."""
-    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m emulator.cli check "
+    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m cli check "
                           f"{shlex.quote(str(TRACE))} | head -1", shell=True, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.stdout.startswith("trace ")
@@ -445,7 +445,7 @@ def test_a_campaign_resumed_after_sigkill_removes_only_its_own_scratch(tmp_path:
     out = tmp_path / "c"
     args = ["campaign", "default", "--seeds", "1:200", "--jobs", "2", "--out", str(out),
             "--set", "duration_s=20", "--set", "heal_s=3", "--set", "faults.plan=[]"]
-    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     pgid = proc.pid

@@ -81,7 +81,7 @@ def scenario_copy(tmp_path: Path) -> Path:
 
 
 def _popen_run(scenario: Path, out: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "emulator.cli", "run", str(scenario),
+    return subprocess.Popen([sys.executable, "-m", "cli", "run", str(scenario),
                              *LONG, "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from traces.checker import check_file
-from traces.logs.importer import import_logs, main
+from cli.import_logs import main
+from traces.logs.importer import import_logs
 from traces.logs.kinds import KINDS
 from traces.reader import iter_events
 
@@ -175,7 +176,7 @@ def test_every_kind_cites_its_source() -> None:
 
 def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path: Path) -> None:
     def isrlab(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "emulator.cli", "import", *args],
+        return subprocess.run([sys.executable, "-m", "cli", "import", *args],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     binary = tmp_path / "x.log"

@@ -98,7 +98,7 @@ def test_a_message_trace_is_byte_identical_across_processes_and_hash_seeds(
     digests = []
     for hashseed in ("0", "4242"):
         out = tmp_path / f"m-{hashseed}.jsonl"
-        args = [sys.executable, "-m", "emulator.cli", "run", "default", "--seed", "13",
+        args = [sys.executable, "-m", "cli", "run", "default", "--seed", "13",
                 "--out", str(out), "--trace-messages"]
         for s in FAULTY:
             args += ["--set", s]

@@ -20,14 +20,14 @@ from emulator.network import DelayDist, Network
 from tests.helpers import FAULTY, SMALL, events, run_to_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
-ISRLAB = [sys.executable, "-m", "emulator.cli"]
+ISRLAB = [sys.executable, "-m", "cli"]
 
 
 #: ``isrlab run`` for each seed in one interpreter (argv: out folder, seeds...), the CLI's own
 #: entry point; one interpreter per hash seed, the two side by side on the two cores
 _RUN_SEEDS = """
 import sys
-from emulator.cli import main
+from cli.main import main
 sets = [arg for s in FAULTY for arg in ("--set", s)]
 for seed in sys.argv[2:]:
     code = main(["run", "default", "--seed", seed, "--out", f"{sys.argv[1]}/s{seed}.jsonl", *sets])

@@ -101,7 +101,7 @@ def test_bad_file_reports_its_line(tmp_path: Path) -> None:
 
 def test_cli_exits_2_with_one_line_and_writes_no_successful_trace(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "emulator.cli", "run", "default", "--set",
+    proc = subprocess.run([sys.executable, "-m", "cli", "run", "default", "--set",
                            "topics[0].replication.factor=7", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2

@@ -107,7 +107,7 @@ def test_no_colour_when_piped_or_no_color_set_and_colour_on_a_terminal(
 def test_a_reader_closing_the_pipe_ends_the_listing_quietly(trace: Path) -> None:
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c",
-         f"{sys.executable} -m emulator.cli show {trace} | head -n 2"],
+         f"{sys.executable} -m cli show {trace} | head -n 2"],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stderr

@@ -75,7 +75,7 @@ def test_spark_import_bad_input_is_one_line_and_nothing_is_overwritten(
 
 def test_the_cli_runs_the_spark_job_and_writes_into_an_out_folder(
         spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from traces.logs.importer import main
+    from cli.import_logs import main
     root = _corpus(tmp_path)
     folder = tmp_path / "traces"
     folder.mkdir()

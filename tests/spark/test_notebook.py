@@ -13,7 +13,7 @@ import nbclient
 import nbformat
 import pytest
 
-from emulator.cli import main as isrlab
+from cli.main import main as isrlab
 from spark_analysis.session import QUICK_JVM_OPTIONS
 
 pytestmark = pytest.mark.spark

@@ -1,10 +1,8 @@
-"""The ``isrlab`` command line (DESIGN section 1).
+"""The ``isrlab run`` door: one scenario, one seed, one trace, and its verdict.
 
-Exit codes everywhere: 0 the run met its ``[expect]`` (or the command succeeded), 1 it did
-not, 2 bad input (one line on stderr naming the file, the line where known, and the
-field). ``--json`` prints exactly one JSON object on stdout and nothing else.
-
-``isrlab run SCENARIO [--out TRACE]``:
+``isrlab run SCENARIO [--seed N] [--set KEY=VALUE]... [--out TRACE] [--json]
+[--clock virtual|real] [--trace-messages]``. ``--json`` prints exactly one JSON object on
+stdout and nothing else. Exit codes:
 
 * **0** the run met its ``[expect]``; **1** it did not.
 * **2** bad input, one line on stderr: the scenario (not a regular file — a FIFO, a device,
@@ -26,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from typing import Any
 
 from emulator.args import Parser, sigterm_interrupts
 from emulator.files import FileRefused, replacing
-from emulator.scenario import SAFE_NAME, ScenarioError, catalog, find, load
+from emulator.scenario import SAFE_NAME, ScenarioError, find, load
 from traces.reader import TraceError
 
 #: a run that did not finish (interrupted by SIGINT or SIGTERM, or an actor raised): its
@@ -190,81 +187,20 @@ def _rejected_decommissions(trace: str) -> list[str]:
     return out
 
 
-#: Subcommands implemented in their own modules, each with ``main(argv) -> int``.
-DELEGATED: dict[str, tuple[str, str]] = {
-    "check": ("traces.checker", "check one trace fast: isrlab check TRACE [--json]"),
-    "explain": ("traces.explain", "why each anomaly happened: isrlab explain TRACE "
-                "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
-    "import": ("traces.logs.importer", "Kafka broker logs as a trace: isrlab import LOG... "
-               "--out TRACE [--tz ZONE] [--broker ID] [--cluster NAME]"),
-    "analyze": ("spark_analysis.cli",
-                "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
-    "campaign": ("faults.campaign",
-                 "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "
-                 "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
-    "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
-               "[--budget N] [--anomaly NAME]"),
-    "explore": ("faults.explore_cli",
-                "bounded exhaustive exploration: isrlab explore SCENARIO [--max-faults K] "
-                "[--depth N] [--strategy bfs|dfs|pct] [--budget 600s|5000] [--out DIR] [--json]"),
-    "compare": ("faults.compare", "one fault schedule under every era and bug: isrlab compare "
-                "SCENARIO [--eras all|E,..] [--bugs own|all|none|B,..] [--seeds A:B] [--json]"),
-    "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
-    "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
-    "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),
-    "report": ("report.cli", "HTML report: isrlab report PATH -o report.html"),
-}
-
-
-def _scenarios(args: argparse.Namespace) -> int:
-    for name, desc in catalog():
-        print(f"{name:32} {desc}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; a reader that goes away (``isrlab check T | head``) ends it quietly."""
-    try:
-        return _main(argv)
-    except BrokenPipeError:
-        # the documented way (Python's signal docs): stdout is gone, so point it at
-        # /dev/null, or the interpreter's final flush raises again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
-
-
-def _main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # Spark's local Python workers must run this interpreter (the one with isrlab and its
-    # dependencies); on a cluster, set PYSPARK_PYTHON to the executors' Python yourself.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    if argv and argv[0] in DELEGATED:
-        import importlib
-        module = importlib.import_module(DELEGATED[argv[0]][0])
-        return int(module.main(argv[1:]))
-    parser = Parser(prog="isrlab", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("run", help="run one scenario with one seed")
-    p.add_argument("scenario", help="a TOML file or the name of a catalog entry")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--set", action="append", metavar="KEY=VALUE")
-    p.add_argument("--out", help="trace path (.jsonl or .jsonl.gz)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--clock", choices=("virtual", "real"), default="virtual")
-    p.add_argument("--trace-messages", action="store_true",
-                   help="also trace every message sent and received (msg_send, msg_recv)")
-    p.set_defaults(fn=_run)
-    for name, (_module, help_text) in DELEGATED.items():
-        sub.add_parser(name, help=help_text)
-    s = sub.add_parser("scenarios", help="list the scenario catalog")
-    s.set_defaults(fn=_scenarios)
+def main(argv: list[str]) -> int:
+    """``isrlab run``: see the module's note for the exit codes."""
+    parser = Parser(prog="isrlab run", description="Run one scenario with one seed.")
+    parser.add_argument("scenario", help="a TOML file or the name of a catalog entry")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--out", help="trace path (.jsonl or .jsonl.gz)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--clock", choices=("virtual", "real"), default="virtual")
+    parser.add_argument("--trace-messages", action="store_true",
+                        help="also trace every message sent and received (msg_send, "
+                             "msg_recv)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else 2
-    return int(args.fn(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return _run(args)
