@@ -30,7 +30,7 @@ DOORS: dict[str, tuple[str, str]] = {
                "--out TRACE [--tz ZONE] [--broker ID] [--cluster NAME]"),
     "analyze": ("spark_analysis.cli",
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
-    "campaign": ("faults.campaign",
+    "campaign": ("cli.campaign",
                  "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "
                  "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
     "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "

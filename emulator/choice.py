@@ -52,14 +52,11 @@ where its run left the ordinary schedule.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 from actors.wire import FrameError, decode
-
-if TYPE_CHECKING:
-    from emulator.cluster import Cluster
 
 US: Final = 1_000_000
 _SECONDS: Final = re.compile(r"^(\d+(?:\.\d+)?)s$")
@@ -173,10 +170,33 @@ class ScriptedOracle:
         return i
 
 
+class _Scheduler(Protocol):
+    """What a :class:`Driver` reads of the scheduler (``emulator.scheduler.Scheduler``)."""
+
+    @property
+    def now(self) -> int: ...
+    @property
+    def nodes(self) -> Mapping[str, Any]: ...
+    def stop(self) -> None: ...
+    def emit(self, node: str, actor: str, event: str, **fields: Any) -> None: ...
+
+
+class Steered(Protocol):
+    """The run a :class:`Driver` steers (``emulator.cluster.Cluster`` is one): handed in,
+    so the kernel knows nothing of cluster assembly or of what a fault does."""
+
+    @property
+    def sched(self) -> _Scheduler: ...
+    @property
+    def phase(self) -> str: ...
+    def resolve_target(self, target: Any) -> list[str]: ...
+    def start_fault(self, f: dict[str, Any]) -> None: ...
+
+
 class Driver:
     """The runtime side of the choice points of one run (see the module note)."""
 
-    def __init__(self, cluster: Cluster, window: Window, oracle: Oracle,
+    def __init__(self, cluster: Steered, window: Window, oracle: Oracle,
                  digest: Callable[[], bytes]) -> None:
         self.cluster = cluster
         self.window = window
@@ -271,8 +291,6 @@ class Driver:
         return self.digest() + repr(own).encode()
 
     def _start(self, opt: Option) -> None:
-        from faults.plan import start_fault
-
         plan = opt.plan
         assert plan is not None
         kind = str(plan["fault"])
@@ -280,7 +298,7 @@ class Driver:
             self.faults_used += 1
         nodes = [n for t in plan["target"] for n in self.cluster.resolve_target(t)]
         if plan["duration_s"] > 0:
-            pass   # it reverts by itself (faults.plan.start_fault)
+            pass   # it reverts by itself (Steered.start_fault: faults.plan.start_fault)
         elif kind in ("crash", "power_loss", "shutdown", "pause"):
             for n in nodes:
                 self.held[n] = FAULT_REVERT[kind]
@@ -291,8 +309,8 @@ class Driver:
             self.cut = False
         else:
             self.cut = True
-        start_fault(self.cluster, {**plan, "target": nodes if kind != "heal" else [],
-                                   "at_s": self.cluster.sched.now / US})
+        self.cluster.start_fault({**plan, "target": nodes if kind != "heal" else [],
+                                  "at_s": self.cluster.sched.now / US})
 
 
 def _plan(kind: str, target: Sequence[str], duration_s: float = 0.0) -> dict[str, Any]:

@@ -154,7 +154,8 @@ class Cluster:
             history = History()
             writer.tap = history
             self.sched.chooser = Driver(self, Window.of(explore), oracle,
-                                        lambda: cluster_digest(self, history))
+                                        lambda: cluster_digest(self.sched, self.network,
+                                                               self.phase, history))
 
     # -- assembly ----------------------------------------------------------------------------
     def _create_offsets_topic(self) -> None:
@@ -335,6 +336,10 @@ class Cluster:
         return self.rng.child(f"{node.name}/{node.incarnation}/connections")
 
     # -- the World protocol (faults.plan) ----------------------------------------------------------
+    def start_fault(self, f: dict[str, Any]) -> None:
+        """Start one fault now (``faults.plan.start_fault``): the choice points' way in."""
+        start_fault(self, f)
+
     def resolve_target(self, target: Any) -> list[str]:
         if isinstance(target, list):
             return [str(t) for t in target]

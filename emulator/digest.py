@@ -53,14 +53,12 @@ import random
 import re
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from actors.core import Machine
 from actors.wire import FrameError, decode
-from emulator.scheduler import SEQ_BITS, SEQ_MASK
-
-if TYPE_CHECKING:
-    from emulator.cluster import Cluster
+from emulator.network import Network
+from emulator.scheduler import SEQ_BITS, SEQ_MASK, Scheduler
 
 _SKIP: Final = frozenset({"now_us", "_out", "touched", "task", "node", "name", "address",
                           "rules", "cfg", "factory", "host"})
@@ -93,10 +91,10 @@ class History:
             self.hw_seen[key] = max(self.hw_seen.get(key, -1), int(fields.get("new") or 0))
 
 
-def cluster_digest(cluster: Cluster, history: History) -> bytes:
-    """The digest of ``cluster``'s whole state now (16 bytes)."""
-    walker = _Walker(cluster.sched.now)
-    sched = cluster.sched
+def cluster_digest(sched: Scheduler, net: Network, phase: str, history: History) -> bytes:
+    """The digest of a cluster's whole state now (16 bytes): its scheduler (nodes, their
+    machines and storage, the pending entries), its network, its phase, and ``history``."""
+    walker = _Walker(sched.now)
     nodes = []
     for name in sorted(sched.nodes):
         node = sched.nodes[name]
@@ -107,14 +105,13 @@ def cluster_digest(cluster: Cluster, history: History) -> bytes:
     for key in sorted(sched._heap):
         entry = sched._entries[key & SEQ_MASK]
         entries.append((walker.rel_us(key >> SEQ_BITS), walker.entry(entry)))
-    net = cluster.network
     network = (sorted(net._cut.items()), sorted(net._extra_us.items()),
                sorted(net._link_drop.items()),
                sorted((k, walker.rel_us(v)) for k, v in net._last_at.items()),
                _rng(net._rng))
     hist = (sorted(history.acked, key=repr), sorted(history.consumed, key=repr),
             sorted(history.hw_seen.items(), key=repr))
-    state = (sched.now, cluster.phase, nodes, entries, network, hist)
+    state = (sched.now, phase, nodes, entries, network, hist)
     return hashlib.blake2b(walker.renumber(repr(state)).encode(), digest_size=16).digest()
 
 

@@ -28,8 +28,7 @@ from typing import Any
 from actors.eras import BUGS, ERAS, FIXES, rules_for
 from actors.group import ASSIGNORS
 from emulator.files import FileRefused, input_file
-from traces.checker import DEFAULT_FORBID
-from traces.schema import ANOMALIES
+from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 #: a scenario name that can be a folder under out/ (no path separators, no ".."): the
 #: default output of run and campaign is named after it

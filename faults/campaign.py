@@ -64,7 +64,6 @@ with exit 1 and resumes from its rows), and a ``--json`` summary.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
 import contextlib
 import fcntl
@@ -104,7 +103,6 @@ __all__ = [
     "CampaignError",
     "Job",
     "digest_seed",
-    "main",
     "parse_seeds",
     "read_results",
     "run_campaign",
@@ -500,22 +498,18 @@ def _drive_pool(pool: cf.ProcessPoolExecutor, fn: Callable[[int], Any], seeds: I
     return not stop.hit
 
 
-def _drive_spark(master: str, job: Job, seeds: Iterable[int],
+def _drive_spark(master: str, start: Callable[[str], Any], job: Job, seeds: Iterable[int],
                  on_result: Callable[[Any], None], stop: _Interrupt,
                  tick: Callable[[], None]) -> bool:
-    """The same loop as Spark tasks: waves of ``parallelize(seeds).map(run_seed)``."""
+    """The same loop as Spark tasks: waves of ``parallelize(seeds).map(run_seed)`` on the
+    session ``start(master)`` gives (stopped at the end unless it was already running)."""
     if master.startswith("local"):
         # local workers must run this interpreter (the venv), not whatever python3 is on PATH
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from spark_analysis.session import QUICK_JVM_OPTIONS, build_session
-
-    # a local JVM only schedules tasks: the quick JIT and GC (with a code cache sized for it)
-    conf = ({"spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS}
-            if master.startswith("local") else {})
     owned = SparkSession.getActiveSession() is None  # never stop a caller's session
-    spark = build_session(master, app_name="isrlab-campaign", conf=conf)
+    spark = start(master)
     try:
         ctx = spark.sparkContext
         wave = max(2 * int(ctx.defaultParallelism), 1)
@@ -546,6 +540,9 @@ class CampaignConfig:
     keep_all: bool = False
     check_determinism: float = 0.0
     spark: str | None = None
+    #: starts a Spark session on a master URL (``spark``): handed in by the command line,
+    #: so the driver knows nothing of ``spark_analysis``
+    spark_session: Callable[[str], Any] | None = None
     quiet: bool = False  #: no progress line (benchmarks)
 
 
@@ -669,7 +666,11 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
                 if not todo:
                     finished = True
                 elif cfg.spark is not None:
-                    finished = _drive_spark(cfg.spark, job, todo, on_row, stop, progress.tick)
+                    if cfg.spark_session is None:
+                        raise CampaignError(f"--spark {cfg.spark}: no way to start a Spark "
+                                            "session was given (CampaignConfig.spark_session)")
+                    finished = _drive_spark(cfg.spark, cfg.spark_session, job, todo, on_row,
+                                            stop, progress.tick)
                 else:
                     finished = _drive_pool(process_pool(min(jobs, len(todo))),
                                            functools.partial(run_seed, job), todo,
@@ -787,77 +788,6 @@ def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: 
                   f"{', '.join(str(m[0]) for m in sorted(o.determinism_mismatches))}\n")
     out.write(f"results {o.out_dir / RESULTS} (one row per seed, in completion order)\n")
     out.flush()
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit 2."""
-
-    def error(self, message: str) -> Any:  # argparse's signature returns NoReturn
-        raise CampaignError(message)
-
-
-def _fraction(text: str) -> float:
-    try:
-        f = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction, got {text!r}") from None
-    if not 0 < f <= 1:
-        raise argparse.ArgumentTypeError(f"must be within (0, 1], got {text}")
-    return f
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog="isrlab campaign",
-                description="Run one scenario over a range of seeds on every core.")
-    p.add_argument("scenario", help="a TOML file or the name of a catalog entry")
-    p.add_argument("--seeds", required=True, help="A:B, both included")
-    p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
-    p.add_argument("--out", help="campaign directory (default: out/campaigns/NAME-DIGEST)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="scenario override, as for isrlab run")
-    p.add_argument("--keep-all", action="store_true", help="keep every trace, not only failing")
-    p.add_argument("--check-determinism", type=_fraction, default=0.0, metavar="F",
-                   help="re-run a fraction F of the seeds in fresh processes, compare digests")
-    p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
-                   help="run the seeds as Spark tasks (default master: local[*])")
-    p.add_argument("--swarm", action="store_true",
-                   help="swarm testing: each seed uses its own subset of the nemesis kinds")
-    return p
-
-
-def config_from_args(argv: Sequence[str]) -> CampaignConfig:
-    args = _parser().parse_args(list(argv))
-    if args.jobs < 0:
-        raise CampaignError(f"--jobs: must be >= 1, got {args.jobs}")
-    overrides = list(args.set)
-    if args.swarm:
-        overrides.append("faults.swarm=true")
-    if args.spark is not None:
-        from spark_analysis.cli import master_problem
-        why = master_problem(args.spark)
-        if why:   # its words name --master, analyze's flag for the same thing
-            raise CampaignError(why.replace("--master", "--spark", 1))
-    return CampaignConfig(scenario=args.scenario, seeds=parse_seeds(args.seeds),
-                          overrides=overrides, jobs=args.jobs, out=args.out,
-                          keep_all=args.keep_all, check_determinism=args.check_determinism,
-                          spark=args.spark)
-
-
-def main(argv: Sequence[str]) -> int:
-    """``isrlab campaign``: 0 no forbidden anomaly, 1 some (or nondeterminism), 2 bad input,
-    130 interrupted."""
-    try:
-        cfg = config_from_args(argv)
-        return run_campaign(cfg).code
-    except CampaignError as exc:
-        print(f"isrlab campaign: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:  # a second Ctrl-C
-        print("isrlab campaign: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def iter_rows(out_dir: str | Path) -> Iterator[dict[str, Any]]:

@@ -55,9 +55,9 @@ from emulator.files import (
     write_bytes,
 )
 from emulator.progress import Progress
-from traces.checker import DEFAULT_FORBID, check_file
+from traces.checker import check_file
 from traces.explain import RULES, explain
-from traces.schema import ANOMALIES
+from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 EXIT_BAD_INPUT: Final = 2
 #: what ``--out DIR`` holds besides the traces: the comparison, read by ``isrlab report DIR``

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from report.markup import Html, badge, esc, figure, page, table, tag
-from traces.checker import DEFAULT_FORBID, Checker
+from traces.checker import Checker
 from traces.reader import TraceError, iter_events
-from traces.schema import ANOMALIES
+from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 FAILING_WORDS = ("fail", "failed", "failing", "anomalies", "not met", "error", "violation",
                  "not_met")

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from faults.campaign import config_from_args, main, parse_seeds, read_results
+from cli.campaign import config_from_args, main
+from faults.campaign import parse_seeds, read_results
 from traces.checker import check_file
 
 ROOT = Path(__file__).resolve().parent.parent

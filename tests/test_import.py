@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from traces.checker import check_file
 from cli.import_logs import main
+from traces.checker import check_file
 from traces.logs.importer import import_logs
 from traces.logs.kinds import KINDS
 from traces.reader import iter_events

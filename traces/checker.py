@@ -38,22 +38,12 @@ import orjson
 
 from emulator.args import Parser
 from traces.reader import TraceError, iter_events, regular_file
-from traces.schema import ANOMALIES
+from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 #: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
 MAX_DETAILS: Final = 10
 #: A shrink of a replica followed by its expand within this window is one ``isr_churn``.
 ISR_CHURN_WINDOW_US: Final = 60_000_000
-#: Forbidden anomalies when a scenario's ``[expect]`` has no ``forbid`` list.
-DEFAULT_FORBID: Final = (
-    "lost_acked_write",
-    "hw_regression_visible",
-    "log_divergence",
-    "read_uncommitted",
-    "no_convergence",
-    "lost_committed_offset",
-    "outside_assignment",
-)
 #: Stand-in for a missing record value (a gap in a replica's log, or a JSON null).
 MISSING: Final = "\x00"
 

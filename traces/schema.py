@@ -178,3 +178,14 @@ ANOMALIES: Final = (
     "lost_committed_offset",
     "outside_assignment",
 )
+#: Forbidden anomalies when a scenario's ``[expect]`` has no ``forbid`` list (the scenario
+#: loader fills it in; the checker falls back on it for a trace whose header has none).
+DEFAULT_FORBID: Final = (
+    "lost_acked_write",
+    "hw_regression_visible",
+    "log_divergence",
+    "read_uncommitted",
+    "no_convergence",
+    "lost_committed_offset",
+    "outside_assignment",
+)

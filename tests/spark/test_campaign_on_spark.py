@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_campaign import NOTHING_FORBIDDEN, TINY, rows_of
 
-from faults.campaign import main
+from cli.campaign import main
 
 pytestmark = pytest.mark.spark
 
