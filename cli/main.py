@@ -23,7 +23,7 @@ from emulator.scenario import catalog
 DOORS: dict[str, tuple[str, str]] = {
     "run": ("cli.run", "run one scenario with one seed: isrlab run SCENARIO [--seed N] "
             "[--set KEY=VALUE]... [--out TRACE] [--json]"),
-    "check": ("traces.checker", "check one trace fast: isrlab check TRACE [--json]"),
+    "check": ("cli.check", "check one trace fast: isrlab check TRACE [--json]"),
     "explain": ("traces.explain", "why each anomaly happened: isrlab explain TRACE "
                 "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
     "import": ("cli.import_logs", "Kafka broker logs as a trace: isrlab import LOG... "
@@ -33,17 +33,17 @@ DOORS: dict[str, tuple[str, str]] = {
     "campaign": ("cli.campaign",
                  "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "
                  "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
-    "shrink": ("faults.shrink_cli", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
+    "shrink": ("cli.shrink", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
                "[--budget N] [--anomaly NAME]"),
-    "explore": ("faults.explore_cli",
+    "explore": ("cli.explore",
                 "bounded exhaustive exploration: isrlab explore SCENARIO [--max-faults K] "
                 "[--depth N] [--strategy bfs|dfs|pct] [--budget 600s|5000] [--out DIR] [--json]"),
-    "compare": ("faults.compare", "one fault schedule under every era and bug: isrlab compare "
+    "compare": ("cli.compare", "one fault schedule under every era and bug: isrlab compare "
                 "SCENARIO [--eras all|E,..] [--bugs own|all|none|B,..] [--seeds A:B] [--json]"),
-    "replay": ("traces.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
-    "show": ("traces.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
-    "regress": ("traces.regress", "the regression suite: isrlab regress [--record]"),
-    "report": ("report.cli", "HTML report: isrlab report PATH -o report.html"),
+    "replay": ("cli.replay", "re-run a trace and compare: isrlab replay TRACE [--out NEW]"),
+    "show": ("cli.show", "read a trace as a timeline: isrlab show TRACE [filters]"),
+    "regress": ("cli.regress", "the regression suite: isrlab regress [--record]"),
+    "report": ("cli.report", "HTML report: isrlab report PATH -o report.html"),
 }
 
 

@@ -66,7 +66,7 @@ from emulator.files import (
 )
 from faults.shrink import InputDoesNotFail, shrink
 
-__all__ = ["dumps_toml", "main", "shrink_trace"]
+__all__ = ["dumps_toml", "shrink_trace"]
 
 EXIT_OK: Final = 0
 EXIT_FAIL: Final = 1
@@ -412,26 +412,3 @@ def _rates(rates: Sequence[float]) -> str:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's signature returns NoReturn
         raise ShrinkInputError(message)
-
-
-def main(argv: Sequence[str]) -> int:
-    """``isrlab shrink TRACE [--out DIR] [--budget N] [--anomaly NAME ...]``: 0 shrunk, 1 the
-    plan no longer fails, 2 bad input."""
-    p = _Parser(prog="isrlab shrink", description="Shrink a failing run's fault plan.")
-    p.add_argument("trace", help="a failing run's trace (.jsonl or .jsonl.gz)")
-    p.add_argument("--out", help="output directory (default: next to the trace)")
-    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
-                   help=f"emulator runs allowed (default {DEFAULT_BUDGET})")
-    p.add_argument("--anomaly", action="append", default=[], metavar="NAME",
-                   help="the anomaly to keep (default: the forbidden ones the trace shows)")
-    try:
-        args = p.parse_args(list(argv))
-        if args.budget < 1:
-            raise ShrinkInputError(f"--budget: must be >= 1, got {args.budget}")
-        trace = Path(args.trace)
-        stem = trace.name.removesuffix(".gz").removesuffix(".jsonl")
-        out = Path(args.out) if args.out else trace.with_name(stem + ".shrunk")
-        return shrink_trace(trace, out, budget=args.budget, anomalies=args.anomaly).code
-    except ShrinkInputError as exc:
-        print(f"isrlab shrink: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT

@@ -170,7 +170,7 @@ def test_malformed_rows_run_again_and_the_report_survives_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Class 7: a malformed row of results.jsonl gave a traceback on every resume and in
     the report; now its seed runs again and the report names the unreadable lines."""
-    from report import cli as report
+    from cli import report
     out = tmp_path / "c"
     args = ["default", "--seeds", "1:3", "--jobs", "1", "--out", str(out), *TINY,
             *NOTHING_FORBIDDEN]

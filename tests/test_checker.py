@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from spark.tracebuild import Trace, all_crashed, healthy, lossy, reassigned, scenario
 
-from traces.checker import ANOMALIES, check_events, check_file, main
+from cli.check import main
+from traces.checker import ANOMALIES, check_events, check_file
 from traces.integrity import seal
 
 
@@ -454,6 +455,6 @@ def test_a_gzip_trace_cut_short_is_incomplete_as_a_plain_one_is(
     assert r.incomplete and r.truncated and 0 < r.events < check_file(whole).events
     assert main([str(cut)]) == 3
     assert "INCOMPLETE" in capsys.readouterr().out
-    from report import cli as report
+    from cli import report
     assert report.main([str(cut), "-o", str(tmp_path / "r.html")]) == 0
     assert "INCOMPLETE" in capsys.readouterr().out

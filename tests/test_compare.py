@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from cli.compare import main
 from emulator.cluster import run
 from emulator.scenario import load
-from faults.compare import compare, format_table, main
+from faults.compare import compare, format_table
 from traces.checker import check_file
 from traces.reader import iter_events
 
@@ -89,7 +90,7 @@ def test_bad_input_exits_2_with_one_line(
 
 def test_the_report_of_a_compare_folder_is_the_era_matrix_with_each_rows_chain(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from report import cli as report
+    from cli import report
     out = tmp_path / "cmp"
     compare("s1-kip101-hw-truncation", eras=["0.10", "0.11"], out=out)
     page = tmp_path / "cmp.html"

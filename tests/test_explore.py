@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 import pytest
 
+from cli.explore import main
 from emulator.choice import ChoiceError, Option, ScriptedOracle, parse_fault
 from emulator.cluster import run
 from emulator.scenario import ScenarioError, load
 from faults.explore import Explorer, StateCache
-from faults.explore_cli import load_variant, main, parse_budget
+from faults.explore_cli import load_variant, parse_budget
 from traces.checker import check_events, check_file
 from traces.writer import TraceWriter
 
@@ -162,7 +163,7 @@ def test_explore_finds_s1_with_a_witness_that_replays(tmp_path: Path,
     assert len(w) == 3 and all(c["label"].split()[0] in ("crash", "restart") for c in w)
     trace = out / "lost_acked_write.jsonl"
     assert check_file(trace).anomalies["lost_acked_write"] > 0
-    from traces.replay import main as replay
+    from cli.replay import main as replay
     assert replay([str(trace)]) == 0
 
 

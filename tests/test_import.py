@@ -161,7 +161,7 @@ def test_an_imported_trace_is_never_given_a_verdict(tmp_path: Path,
     result = check_file(out)
     assert result.imported and result.to_json_dict()["expect_met"] is None
     assert result.to_json_dict()["anomalies"]["lost_acked_write"] is None
-    from traces.checker import main as check_main
+    from cli.check import main as check_main
     assert check_main([str(out)]) == 0
     text = capsys.readouterr().out
     assert "not available for imported traces" in text and "expect met" not in text
@@ -220,9 +220,9 @@ def test_bad_input_is_one_line_and_nothing_is_overwritten(tmp_path: Path) -> Non
 def test_show_explain_and_report_read_an_imported_trace(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    from report import cli as report
+    from cli import report
+    from cli.show import main as show_main
     from traces.explain import main as explain_main
-    from traces.show import main as show_main
     out = tmp_path / "t.jsonl"
     import_logs([str(LOGS / "03-automq-kraft-controller-fencing-unclean.log"),
                  str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")], str(out))

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from helpers import FAULTY
 
+from cli.replay import main as replay_main
 from emulator.cluster import run
 from emulator.scenario import load
 from traces.checker import check_file
 from traces.reader import iter_events
-from traces.replay import main as replay_main
 from traces.replay import model_lines
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"

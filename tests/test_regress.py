@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cli import regress as regress_door
 from emulator.scenario import catalog
 from traces import regress
 
@@ -65,7 +66,7 @@ def suite_copy(tmp_path: Path, **changes: Any) -> tuple[Path, dict[str, Any]]:
 
 
 def run_regress(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = regress.main(list(argv))
+    code = regress_door.main(list(argv))
     return code, capsys.readouterr().out
 
 
@@ -131,7 +132,7 @@ def test_record_rewrites_the_index_and_prints_what_changed_then_verify_passes(
 def test_a_missing_index_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert regress.main(["--dir", str(tmp_path)]) == 2
+    assert regress_door.main(["--dir", str(tmp_path)]) == 2
     assert "regress --record" in capsys.readouterr().err
 
 

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 import emulator.cluster
+from cli import replay as replay_door
 from emulator.cluster import run
 from emulator.scenario import load
 from traces import integrity, replay
@@ -84,7 +85,7 @@ def test_replay_of_a_trace_this_version_wrote_is_byte_identical(
     name: str,
 ) -> None:
     trace = record(tmp_path / name, seed, overrides)
-    assert replay.main([str(trace)]) == 0
+    assert replay_door.main([str(trace)]) == 0
     out = capsys.readouterr()
     assert out.out.startswith(f"identical: {trace}")
     assert out.err == ""
@@ -95,7 +96,7 @@ def test_replay_keeps_the_new_trace_with_out_and_it_equals_the_recorded_one(
 ) -> None:
     trace = record(tmp_path / "t.jsonl.gz", 2, FAULTS_ON)
     new = tmp_path / "sub" / "new.jsonl"
-    assert replay.main([str(trace), "--out", str(new)]) == 0
+    assert replay_door.main([str(trace), "--out", str(new)]) == 0
     assert lines_of(new) == lines_of(trace)
 
 
@@ -104,7 +105,7 @@ def test_replay_of_a_trace_from_another_version_warns_naming_both_versions(
 ) -> None:
     trace = record(tmp_path / "t.jsonl", 4, FAULTS_ON)
     trace.write_bytes(b"".join(reseal(lines_of(trace), {0: {"isrlab_version": "0.0.9"}})))
-    assert replay.main([str(trace)]) == 0
+    assert replay_door.main([str(trace)]) == 0
     err = capsys.readouterr().err
     assert "warning" in err and "0.0.9" in err and ISRLAB_VERSION in err
 
@@ -129,7 +130,7 @@ def test_a_trace_with_one_altered_value_is_refused_naming_that_line(
     lines[k] = lines[k].replace(b'"new":%d' % old, b'"new":%d' % (old + 1), 1)
     bad = tmp_path / "altered.jsonl"
     bad.write_bytes(b"".join(lines))
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     assert stderr_line(capsys) == f"isrlab: {bad}:{k + 1}: crc mismatch: the line was altered"
 
 
@@ -140,7 +141,7 @@ def test_a_trace_with_one_removed_line_is_refused_naming_the_line_after_the_gap(
     del lines[300]
     bad = tmp_path / "removed.jsonl.gz"
     bad.write_bytes(gzip.compress(b"".join(lines)))
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     line = stderr_line(capsys)
     assert line.startswith(f"isrlab: {bad}:301: expected seq 300, found 301")
     assert "a line is missing" in line
@@ -153,7 +154,7 @@ def test_a_trace_with_two_swapped_lines_is_refused_naming_both(
     lines[400], lines[401] = lines[401], lines[400]
     bad = tmp_path / "swapped.jsonl"
     bad.write_bytes(b"".join(lines))
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     line = stderr_line(capsys)
     assert line.startswith(f"isrlab: {bad}:401: expected seq 400, found 401")
     assert "lines 401 and 402 are swapped" in line
@@ -166,11 +167,11 @@ def test_a_cut_off_trace_is_refused_naming_its_last_line(
     n = data.count(b"\n")
     bad = tmp_path / "cut.jsonl"
     bad.write_bytes(data[: len(data) - 150])  # into the middle of a final_log or run_end
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     assert stderr_line(capsys).startswith(f"isrlab: {bad}:{n}: line {n} is cut off")
     whole = tmp_path / "no-end.jsonl"
     whole.write_bytes(b"".join(lines_of(recorded)[:-1]))  # cut at a line boundary
-    assert replay.main([str(whole)]) == 2
+    assert replay_door.main([str(whole)]) == 2
     assert f"ends without run_end: line {n - 1}" in stderr_line(capsys)
 
 
@@ -179,7 +180,7 @@ def test_a_trace_of_another_schema_is_refused_naming_both_versions(
 ) -> None:
     bad = tmp_path / "schema2.jsonl"
     bad.write_bytes(b"".join(reseal(lines_of(recorded), {0: {"schema": 2}})))
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     assert stderr_line(capsys) == (
         f"isrlab: {bad}:1: trace schema 2, this isrlab reads schema 1")
 
@@ -189,11 +190,11 @@ def test_a_file_that_is_not_a_trace_is_refused(
 ) -> None:
     bad = tmp_path / "notes.jsonl"
     bad.write_text('{"hello": "world"}\n')
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     assert "not an isrlab trace" in stderr_line(capsys)
     binary = tmp_path / "blob.jsonl.gz"
     binary.write_bytes(bytes(range(256)))
-    assert replay.main([str(binary)]) == 2
+    assert replay_door.main([str(binary)]) == 2
     assert "not an isrlab trace" in stderr_line(capsys)
 
 
@@ -204,7 +205,7 @@ def test_a_header_whose_scenario_no_longer_validates_is_bad_input(
     sc = dict(header["scenario"], cluster={**header["scenario"]["cluster"], "bogus.key": 1})
     bad = tmp_path / "bogus.jsonl"
     bad.write_bytes(b"".join(reseal(lines_of(recorded), {0: {"scenario": sc}})))
-    assert replay.main([str(bad)]) == 2
+    assert replay_door.main([str(bad)]) == 2
     line = stderr_line(capsys)
     assert line.startswith(f"isrlab: {bad}:1: the recorded scenario no longer validates")
     assert "cluster.bogus.key" in line
@@ -236,7 +237,7 @@ def test_a_changed_model_is_reported_at_its_first_divergent_event_with_context(
     k = next(i for i, (a, b) in enumerate(zip(recorded_lines, changed, strict=False)) if a != b)
     assert k > 10  # the header is the same: the divergence is in the run itself
 
-    assert replay.main([str(trace), "--full"]) == 1
+    assert replay_door.main([str(trace), "--full"]) == 1
     out = capsys.readouterr().out
     assert f"first divergent event: seq {k} (line {k + 1})" in out
     assert f"- recorded seq {k:>8}  {recorded_lines[k].decode().rstrip()}" in out
@@ -255,7 +256,7 @@ def test_a_header_fault_plan_that_the_seed_does_not_regenerate_is_a_divergence_a
     assert plan, "the nemesis planned faults"
     plan[0] = dict(plan[0], at_s=plan[0]["at_s"] + 0.25)
     trace.write_bytes(b"".join(reseal(lines, {0: {"fault_plan": plan}})))
-    assert replay.main([str(trace)]) == 1
+    assert replay_door.main([str(trace)]) == 1
     out = capsys.readouterr().out
     assert "first divergent event: seq 0 (line 1)" in out
     assert "fault plan regenerated from the seed differs" in out
@@ -274,7 +275,7 @@ def test_out_may_not_overwrite_the_trace_being_replayed(
     recorded: Path, capsys: pytest.CaptureFixture[str], no_run: None,
 ) -> None:
     before = recorded.read_bytes()
-    assert replay.main([str(recorded), "--out", str(recorded)]) == 2
+    assert replay_door.main([str(recorded), "--out", str(recorded)]) == 2
     said = stderr_line(capsys)
     assert "--out" in said and "refusing to overwrite" in said
     assert recorded.read_bytes() == before

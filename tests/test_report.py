@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import FAULTY, SMALL, run_to_bytes
 
-from report import cli as report
+from cli import report
 from report.browser import INSTALL_HINT, Chromium, find_chromium
 from report.figures import allocate, downsample
 

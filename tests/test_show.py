@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cli import show as show_door
 from emulator.cluster import run
 from emulator.scenario import load
 from traces import show
@@ -34,7 +35,7 @@ def events_of(path: Path) -> list[dict[str, object]]:
 
 
 def show_lines(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
-    assert show.main(list(argv)) == 0
+    assert show_door.main(list(argv)) == 0
     out = capsys.readouterr()
     assert out.err == ""
     return out.out.splitlines()
@@ -122,7 +123,7 @@ def test_a_tampered_trace_is_refused_with_exit_2_after_the_good_lines(
     lines[50] = lines[50].replace(b'"ts_us":', b'"ts_us":9', 1)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines))
-    assert show.main([str(bad)]) == 2
+    assert show_door.main([str(bad)]) == 2
     out = capsys.readouterr()
     assert len(out.out.splitlines()) == 50  # lines 1..50 verified and shown, not line 51
     assert out.err == f"isrlab: {bad}:51: crc mismatch: the line was altered\n"
@@ -134,9 +135,9 @@ def test_no_verify_shows_an_aborted_trace_with_a_warning(
     data = gzip.decompress(trace.read_bytes())
     cut = tmp_path / "cut.jsonl"
     cut.write_bytes(data[: len(data) // 2])
-    assert show.main([str(cut)]) == 2
+    assert show_door.main([str(cut)]) == 2
     assert "cut off" in capsys.readouterr().err
-    assert show.main([str(cut), "--no-verify"]) == 0
+    assert show_door.main([str(cut), "--no-verify"]) == 0
     out = capsys.readouterr()
     assert len(out.out.splitlines()) == data[: len(data) // 2].count(b"\n")
     assert "warning" in out.err and "cut off" in out.err
@@ -147,11 +148,11 @@ def test_a_file_that_is_not_a_trace_or_a_bad_filter_is_exit_2(
 ) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("hello\n")
-    assert show.main([str(notes)]) == 2
+    assert show_door.main([str(notes)]) == 2
     assert "not an isrlab trace" in capsys.readouterr().err
-    assert show.main([str(trace), "--partition", "orders-x"]) == 2
+    assert show_door.main([str(trace), "--partition", "orders-x"]) == 2
     assert "--partition" in capsys.readouterr().err
-    assert show.main([str(trace), "--from", "soon"]) == 2
+    assert show_door.main([str(trace), "--from", "soon"]) == 2
     assert "--from" in capsys.readouterr().err
 
 

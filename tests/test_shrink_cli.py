@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cli.shrink import main
 from emulator.cluster import run
 from emulator.scenario import load
-from faults.shrink_cli import dumps_toml, main
+from faults.shrink_cli import dumps_toml
 from traces.checker import check_file
 from traces.explain import explain, format_text
 from traces.reader import iter_events

@@ -44,7 +44,6 @@ import argparse
 import contextlib
 import copy
 import os
-import sys
 import tempfile
 from collections import deque
 from collections.abc import Iterator
@@ -55,8 +54,7 @@ from typing import Any, Final
 
 import orjson
 
-from emulator.args import Parser, count, sigterm_interrupts
-from emulator.files import FileRefused, input_file, replacing
+from emulator.files import input_file, replacing
 from traces.integrity import unseal
 from traces.reader import Event, TraceError, is_gzip, iter_events, open_bytes
 from traces.writer import ISRLAB_VERSION
@@ -66,7 +64,6 @@ __all__ = [
     "ReplayResult",
     "first_divergence",
     "format_result",
-    "main",
     "raw_lines",
     "replay_trace",
     "verify_trace",
@@ -381,55 +378,6 @@ def format_result(res: ReplayResult, *, width: int | None = LINE_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    """``isrlab replay TRACE [--out NEW] [--context N] [--full]``."""
-    parser = Parser(
-        prog="isrlab replay",
-        description="Re-run a recorded trace from its header and compare event by event "
-                    "(exit 0 identical, 1 diverged, 2 bad input, 3 interrupted).")
-    parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
-    parser.add_argument("--out", help="keep the replayed trace here (default: a temp file)")
-    parser.add_argument("--context", type=count(0, MAX_CONTEXT), default=DEFAULT_CONTEXT,
-                        metavar="N", help=f"identical lines shown before the divergence "
-                                          f"({DEFAULT_CONTEXT}; at most {MAX_CONTEXT})")
-    parser.add_argument("--full", action="store_true", help="do not shorten long lines")
-    parser.add_argument("--trace-messages", action="store_true",
-                        help="replay with message tracing (keep it with --out)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
-    try:
-        with sigterm_interrupts():
-            res = _replay(args)
-    except KeyboardInterrupt:
-        print("isrlab: replay interrupted before it finished: nothing compared"
-              + ("" if args.out is None else f", {args.out} not written")
-              + f"; INCOMPLETE, exit {EXIT_INCOMPLETE}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except (TraceError, FileRefused) as exc:
-        print(f"isrlab: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:   # writing --out failed (a full disk): nothing kept
-        print(f"isrlab: {args.out}: --out: cannot write the replayed trace: "
-              f"{exc.strerror or exc}; nothing written", file=sys.stderr)
-        return 2
-    for warning in res.warnings:
-        print(f"isrlab: warning: {warning}", file=sys.stderr)
-    if res.replay_status == "aborted":
-        print("isrlab: replay interrupted: the comparison stops where the replay did"
-              + ("" if res.replayed_trace is None else
-                 f"; {res.replayed_trace} keeps what was written (run_end status aborted)")
-              + f"; INCOMPLETE, exit {EXIT_INCOMPLETE}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    try:
-        print(format_result(res, width=None if args.full else LINE_WIDTH))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-    return 0 if res.identical else 1
 
 
 def _replay(args: argparse.Namespace) -> ReplayResult:
@@ -443,7 +391,3 @@ def _replay(args: argparse.Namespace) -> ReplayResult:
                            trace_messages=args.trace_messages)
     res.replayed_trace = args.out
     return res
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))

@@ -82,28 +82,6 @@ def _default_out(path: str) -> str:
     return str(p.with_name(name + ".html"))
 
 
-def main(argv: list[str]) -> int:
-    """``isrlab report PATH [-o OUT]``: 0 written, 1 written with damaged traces left out,
-    2 bad input (one line on stderr), 3 interrupted."""
-    parser = Parser(prog="isrlab report", description=__doc__.splitlines()[0])
-    parser.add_argument("path", help="a trace (.jsonl, .jsonl.gz) or a campaign folder")
-    parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
-    parser.add_argument("--max-points", type=count(1, MAX_POINTS_LIMIT), default=MAX_POINTS,
-                        help=f"LEO/HW points plotted over all timelines (default {MAX_POINTS}; "
-                             f"at least 100 are drawn)")
-    parser.add_argument("--no-rerun", action="store_true",
-                        help="do not re-run a trace without message lines to draw its messages")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
-    try:
-        with sigterm_interrupts():
-            return _report(args)
-    except KeyboardInterrupt:
-        print(f"isrlab report: interrupted: nothing written, exit {EXIT_INTERRUPTED}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def _report(args: Namespace) -> int:
@@ -135,5 +113,27 @@ def _report(args: Namespace) -> int:
     return EXIT_DAMAGED if damaged else 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))
+def main(argv: list[str]) -> int:
+    """``isrlab report PATH [-o OUT]``: 0 written, 1 written with damaged traces left out,
+    2 bad input (one line on stderr), 3 interrupted."""
+    parser = Parser(prog="isrlab report",
+                    description="An HTML report of a trace, a campaign or a comparison.")
+    parser.add_argument("path", help="a trace (.jsonl, .jsonl.gz) or a campaign folder")
+    parser.add_argument("-o", "--out", help="the HTML file to write (default: next to PATH)")
+    parser.add_argument("--max-points", type=count(1, MAX_POINTS_LIMIT), default=MAX_POINTS,
+                        help=f"LEO/HW points plotted over all timelines (default {MAX_POINTS}; "
+                             f"at least 100 are drawn)")
+    parser.add_argument("--no-rerun", action="store_true",
+                        help="do not re-run a trace without message lines to draw its messages")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else 2
+    try:
+        with sigterm_interrupts():
+            return _report(args)
+    except KeyboardInterrupt:
+        print(f"isrlab report: interrupted: nothing written, exit {EXIT_INTERRUPTED}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+
