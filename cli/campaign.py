@@ -78,7 +78,7 @@ def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     if args.swarm:
         overrides.append("faults.swarm=true")
     if args.spark is not None:
-        from spark_analysis.cli import master_problem
+        from spark_analysis.session import master_problem
         why = master_problem(args.spark)
         if why:   # its words name --master, analyze's flag for the same thing
             raise CampaignError(why.replace("--master", "--spark", 1))

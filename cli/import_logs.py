@@ -92,8 +92,8 @@ def _in_spark(args: argparse.Namespace) -> bool:
 
 
 def _spark_import(args: argparse.Namespace, out: str) -> ImportResult:
-    from spark_analysis.cli import master_problem, open_session
     from spark_analysis.import_job import import_with_spark
+    from spark_analysis.session import master_problem, open_session
     zone(args.tz)
     check_out(out, args.logs)
     bad = master_problem(args.master)

@@ -28,7 +28,7 @@ DOORS: dict[str, tuple[str, str]] = {
                 "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
     "import": ("cli.import_logs", "Kafka broker logs as a trace: isrlab import LOG... "
                "--out TRACE [--tz ZONE] [--broker ID] [--cluster NAME]"),
-    "analyze": ("spark_analysis.cli",
+    "analyze": ("cli.analyze",
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
     "campaign": ("cli.campaign",
                  "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "

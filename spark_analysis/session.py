@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -345,3 +346,41 @@ def _quiet(spark: SparkSession) -> None:
         spark.sparkContext.setLogLevel("ERROR")
     except Exception:  # noqa: BLE001 - Connect raises a variety of "not supported" errors
         pass
+
+
+#: what ``--master`` may be: local[N] / local[*], a standalone cluster, Spark Connect, YARN,
+#: Kubernetes (Spark's own master URL forms)
+MASTER_URL: Final = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*"
+    r"|sc://[^\s]+|yarn|k8s://[^\s]+)$")
+
+
+def master_problem(master: str | None) -> str | None:
+    """What is wrong with ``--master`` (not a master URL; a cluster that does not answer),
+    found before Spark starts; None when nothing is."""
+    if master is not None and not MASTER_URL.match(master):
+        return (f"--master {master!r}: not a Spark master URL (local[N], local[*], "
+                f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
+    unreachable = unreachable_master(master)
+    return f"--master {master}: {unreachable}" if unreachable else None
+
+
+def open_session(master: str | None) -> SparkSession | str:
+    """The session for ``--master``, or the one line saying why the master refused it (a
+    local session that cannot start is a defect: its error propagates)."""
+    try:
+        return build_session(master)
+    except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
+        if master is None or master.startswith("local"):
+            raise
+        return (f"--master {master}: Spark could not start a session there "
+                f"({java_reason(exc)})")
+
+
+def java_reason(exc: BaseException) -> str:
+    """The one line of a Java error that says what went wrong (``: java.lang.X: why``)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith(": "):
+            return ln[2:]
+    return lines[0] if lines else type(exc).__name__

@@ -49,10 +49,10 @@ from jvmwatch import MIB, JvmWatch, guard
 from pyspark.sql import DataFrame, SparkSession
 from tracebuild import Trace, catalogue
 
+from cli.analyze import main
 from emulator.scenario import load as load_scenario
 from faults.campaign import Job, run_seed
 from spark_analysis import analyses as A
-from spark_analysis.cli import main
 from spark_analysis.load import Loaded, load_traces
 from spark_analysis.session import QUICK_JVM_OPTIONS
 from traces import regress

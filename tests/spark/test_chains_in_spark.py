@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_analysis.cli import main
+from cli.analyze import main
 from spark_analysis.explain import chain_rows, chains, rule_table
 from traces.explain import explain
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import Run
 from pyspark.sql import SparkSession
 
-from spark_analysis.cli import main
+from cli.analyze import main
 from traces.checker import ANOMALIES
 
 pytestmark = pytest.mark.spark

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_analysis.cli import main
+from cli.analyze import main
 from traces.logs.importer import import_logs
 
 pytestmark = pytest.mark.spark

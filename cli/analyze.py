@@ -1,4 +1,5 @@
-"""``isrlab analyze PATH... [--master URL] [--out DIR] [--json] [--cache DIR] [--explain]``.
+"""The ``isrlab analyze`` door: ``isrlab analyze PATH... [--master URL] [--out DIR] [--json]
+[--cache DIR] [--explain]``, the jobs of ``spark_analysis`` on a session of ``--master``.
 
 Reads any number of traces (files or folders), computes the checker's anomaly counts per trace
 with Spark (``analyses.anomaly_table``) plus the campaign views, and prints either readable
@@ -38,7 +39,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -47,14 +47,14 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from emulator.args import Parser
 from emulator.files import FileRefused, claim_folder, kind_of, replacing
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load_traces
 from spark_analysis.progress import SparkProgress
-from spark_analysis.session import build_session, unreachable_master
+from spark_analysis.session import java_reason, master_problem, open_session
 from spark_analysis.side_by_side import side_by_side
 from traces.schema import ANOMALIES
 
@@ -85,35 +85,6 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
     out = [title, "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
     out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(out)
-
-
-#: what ``--master`` may be: local[N] / local[*], a standalone cluster, Spark Connect, YARN,
-#: Kubernetes (Spark's own master URL forms)
-MASTER_URL: Final = re.compile(
-    r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*"
-    r"|sc://[^\s]+|yarn|k8s://[^\s]+)$")
-
-
-def master_problem(master: str | None) -> str | None:
-    """What is wrong with ``--master`` (not a master URL; a cluster that does not answer),
-    found before Spark starts; None when nothing is."""
-    if master is not None and not MASTER_URL.match(master):
-        return (f"--master {master!r}: not a Spark master URL (local[N], local[*], "
-                f"spark://HOST:PORT, sc://HOST:PORT, yarn, k8s://...)")
-    unreachable = unreachable_master(master)
-    return f"--master {master}: {unreachable}" if unreachable else None
-
-
-def open_session(master: str | None) -> SparkSession | str:
-    """The session for ``--master``, or the one line saying why the master refused it (a
-    local session that cannot start is a defect: its error propagates)."""
-    try:
-        return build_session(master)
-    except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
-        if master is None or master.startswith("local"):
-            raise
-        return (f"--master {master}: Spark could not start a session there "
-                f"({_java_reason(exc)})")
 
 
 def _check_outputs(args: argparse.Namespace) -> str | None:
@@ -159,15 +130,6 @@ def _disk_ok(folder: str) -> bool:
     except OSError:
         return False
     return True
-
-
-def _java_reason(exc: BaseException) -> str:
-    """The one line of a Java error that says what went wrong (``: java.lang.X: why``)."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith(": "):
-            return ln[2:]
-    return lines[0] if lines else type(exc).__name__
 
 
 #: the marker of a folder ``--out`` writes into: new, empty, or carrying it (a previous
@@ -247,7 +209,7 @@ def _analyze(args: argparse.Namespace) -> int:
                     except Exception as exc:
                         if "://" in out or _disk_ok(out):
                             raise
-                        raise _WriteFailed(_java_reason(exc)) from None
+                        raise _WriteFailed(java_reason(exc)) from None
 
                 for _ in side_by_side(spark, [(name, partial(write, name, build)) for name, build
                                               in analysis.view_builders().items()]):
