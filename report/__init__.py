@@ -1,11 +1,11 @@
 """HTML reports: ``isrlab report PATH -o report.html`` — one self-contained page about a run,
 a campaign, or an era comparison.
 
-A package of its own (no Spark here): it reads traces through ``traces/`` (the reader, the
-checker, the explainer, replay for a re-run with message lines) and nothing else of the
-product imports it but the CLI. One concept per module, no import circle:
+Layer 6 of the house, a package of its own (no Spark here): it reads traces through
+``traces/`` (the reader, the checker, the explainer, replay for a re-run with message lines)
+and nothing imports it but its door, ``cli.report`` (which page for which PATH, output
+checks, exit codes). One concept per module, no import circle:
 
-* ``cli`` — the command: which page for which PATH, output checks, exit codes;
 * ``trace_page`` — the page of one trace (verdict, anomalies, the causal chains, partition
   timelines, the space-time diagram, the scenario);
 * ``reading`` — one streaming pass over a trace for the plots (and the checker's verdict);
