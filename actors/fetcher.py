@@ -25,7 +25,8 @@ while a follower already at the leader's LEO of an idle partition stays caught u
 
 The per-partition state (Kafka's ``PartitionFetchState``) lives on the partition replica
 (:class:`actors.replica.Replica`: ``fetch_state``, ``fetch_delay_until_us``, the
-correlation it awaits), which also does the per-partition work; the thread decides when
+correlation it awaits, declared in :mod:`actors.local_replica`), which also does the
+per-partition work (:mod:`actors.fetch_state`); the thread decides when
 requests go and what they carry. Both run in the broker's replica-manager task
 (:mod:`actors.replica_manager`), one message at a time, so the thread reads and drives its
 partitions directly, as Kafka's thread calls into ``Partition``.

@@ -1,0 +1,201 @@
+"""A replica's follower side: Kafka's ``PartitionFetchState`` and ``AbstractFetcherThread`` steps.
+
+:class:`PartitionFetchState` is what a follower does for its own partition: it builds its
+part of a Fetch (fetch offset, lastFetchedEpoch, currentLeaderEpoch, logStartOffset) or of
+an OffsetsForLeaderEpoch request, awaits one answer at a time (alone, in the conformance
+harness, it sends the request itself with a timeout), backs off by
+``replica.fetch.backoff.ms`` after an error, and processes the answer: appends, the
+follower HW (KAFKA_REFERENCE 1.6), the leader's logStartOffset (``processPartitionData``),
+and truncation by era (1.7: to the HW, KIP-101, KIP-279's ``getOffsetTruncationState``,
+truncate-on-fetch on a diverging epoch, ``fetchOffsetAndTruncate`` on
+OFFSET_OUT_OF_RANGE). Its fields (``fetch_state``: truncating or fetching,
+``fetch_delay_until_us``, the correlation it awaits) are declared with the rest of the
+state in :class:`actors.local_replica.LocalReplica`; for a replica run by a replica
+manager, the fetcher thread (:mod:`actors.fetcher`) decides when requests go.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.local_replica import LocalReplica
+from actors.log import UNDEFINED
+from actors.messages import (
+    NONE,
+    OFFSET_OUT_OF_RANGE,
+    Fetch,
+    FetchResponse,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    Tick,
+)
+
+
+class PartitionFetchState(LocalReplica):
+    """The follower side of a partition replica (see the module note)."""
+
+    # -- follower --------------------------------------------------------------------------
+    def _send_fetch(self) -> None:
+        if self.role != "follower" or self.leader < 0:
+            return
+        if self.host is not None:   # the fetcher thread sends it, with its siblings
+            self._outstanding = -1
+            self.fetch_state = "fetching"
+            self.touch(self.host).wake(self)
+            return
+        corr = self._next_correlation()
+        self.send(self._addr(self.leader), Fetch(*self.fetch_part(corr)))
+        self._fetch_timer = self.timer(
+            self.cfg.replica_fetch_wait_max_ms + self.cfg.replica_socket_timeout_ms,
+            Tick("fetch_timeout", corr, self._fetch_gen), cancellable=True)
+
+    def fetch_part(self, corr: int) -> tuple[Any, ...]:
+        """This partition's part of a fetch request with correlation ``corr`` (the fields
+        of a :class:`Fetch`): from the LEO, with the era's epochs; awaits its answer."""
+        self._outstanding = corr
+        self._outstanding_is_epoch = False
+        # lastFetchedEpoch (2.8+): the epoch cache's latest epoch when the fetch state is
+        # built (AbstractFetcherThread.partitionFetchState: latestEpoch(tp)) and after a
+        # truncation, the last appended batch's epoch after an append; with the 2.1+ cache
+        # rule both are the cache's latest epoch. Not the last record's epoch: a replica that
+        # led an epoch without appending must offer that epoch, so that the leader answers
+        # with a diverging epoch and the truncation trims the stale entry (KAFKA-7415).
+        last_epoch = self.log.epochs.latest_epoch() if self.rules.truncation == "fetch" else -1
+        own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
+        return (self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
+                self.leader_epoch if self.rules.epoch_fencing else -1,
+                self.log.log_start_offset, self.cfg.replica_fetch_max_records, corr)
+
+    def _send_offsets_for_leader_epoch(self) -> None:
+        if self.host is not None:   # the fetcher thread asks, for all it is truncating
+            self._outstanding = -1
+            self.fetch_state = "truncating"
+            self.touch(self.host).wake(self)
+            return
+        corr = self._next_correlation()
+        self.send(self._addr(self.leader), OffsetsForLeaderEpoch(*self.epoch_part(corr)))
+        self._fetch_timer = self.timer(self.cfg.replica_socket_timeout_ms,
+                                       Tick("fetch_timeout", corr, self._fetch_gen),
+                                       cancellable=True)
+
+    def epoch_part(self, corr: int) -> tuple[Any, ...]:
+        """This partition's part of an OffsetsForLeaderEpoch request (the fields of an
+        :class:`OffsetsForLeaderEpoch`): its latest epoch; awaits the answer."""
+        self._outstanding = corr
+        self._outstanding_is_epoch = True
+        return (self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
+                self.leader_epoch if self.rules.epoch_fencing else -1, corr)
+
+    def awaits(self, corr: int) -> bool:
+        """Whether this follower awaits its part of the fetcher's request ``corr``."""
+        return self.role == "follower" and self._outstanding == corr
+
+    def fetch_failed(self, corr: int, peer: str, reason: str) -> None:
+        """The fetcher thread's request ``corr`` failed as a whole (a disconnect, a timeout,
+        an error for the request): if this partition was in it, it is delayed by
+        ``replica.fetch.backoff.ms`` (``AbstractFetcherThread.processFetchRequest``: every
+        partition of the thread is marked with an error)."""
+        if self.role == "follower" and self._outstanding == corr:
+            self._backoff()
+
+    def end_backoff(self) -> None:
+        """The delay after an error is over: fetch again (or, in the eras that truncate by
+        OffsetsForLeaderEpoch, ask for the epoch's end offset first)."""
+        self.fetch_delay_until_us = 0
+        if self.role != "follower":
+            return
+        if self.rules.truncation in ("kip101", "kip279"):
+            self._send_offsets_for_leader_epoch()
+        else:
+            self._send_fetch()
+
+    def _backoff(self) -> None:
+        self._outstanding = -1
+        if self.host is not None:   # the thread leaves it out until the delay is over
+            self.fetch_delay_until_us = self.now_us + int(
+                self.cfg.replica_fetch_backoff_ms * 1000)
+            self.touch(self.host).wake(self)
+            return
+        self.timer(self.cfg.replica_fetch_backoff_ms, Tick("fetch_backoff", 0, self._fetch_gen))
+
+    def on_epoch_answer(self, r: OffsetsForLeaderEpochResponse) -> None:
+        if self.role != "follower" or r.correlation != self._outstanding:
+            return
+        self._outstanding = -1
+        self.cancel_timer(self._fetch_timer)
+        if r.error != NONE:
+            self._backoff()
+            return
+        if r.end_offset == UNDEFINED:
+            self._truncate(self.hw, "high_watermark")   # leader has no epoch info
+            self._send_fetch()
+            return
+        if self.rules.truncation == "kip101":
+            self._truncate(min(r.end_offset, self.leo), "leader_epoch")
+            self._send_fetch()
+            return
+        done = self._truncate_to_epoch_end(r.leader_epoch, r.end_offset)
+        if done:
+            self._send_fetch()
+        else:
+            self._send_offsets_for_leader_epoch()
+
+    def _truncate_to_epoch_end(self, leader_epoch: int, leader_end: int) -> bool:
+        """``AbstractFetcherThread.getOffsetTruncationState`` (KIP-279; tags 2.0.0, 2.8.0).
+        True when done."""
+        local_epoch, local_end = self.log.epochs.end_offset_for(leader_epoch, self.leo)
+        if local_end == UNDEFINED:
+            # no local epoch at or below the leader's answer: "the leader's offset only will
+            # be used for truncation" (the same as KIP-101 before KIP-279)
+            self._truncate(min(leader_end, self.leo), "leader_epoch")
+            return True
+        if local_epoch != leader_epoch:
+            # we don't know the leader's epoch: cut to the end of our largest smaller one
+            self._truncate(min(local_end, self.leo), "leader_epoch")
+            return False
+        self._truncate(min(leader_end, local_end, self.leo), "leader_epoch")
+        return True
+
+    def on_fetch_answer(self, r: FetchResponse) -> None:
+        if self.role != "follower" or r.correlation != self._outstanding:
+            return
+        self._outstanding = -1
+        self.cancel_timer(self._fetch_timer)
+        if r.error == OFFSET_OUT_OF_RANGE:
+            # AbstractFetcherThread.fetchOffsetAndTruncate (the unclean-election path)
+            if r.log_end_offset < self.leo:
+                self._truncate(r.log_end_offset, "offset_out_of_range")
+            elif r.log_start_offset > self.leo:
+                old_leo = self.leo
+                self.log.truncate_fully_and_start_at(r.log_start_offset)
+                self.emit("log_truncate", **self._tp(), old_leo=old_leo,
+                          new_leo=r.log_start_offset, reason="offset_out_of_range")
+                self._set_hw(r.log_start_offset, "truncate")
+            self._send_fetch()
+            return
+        if r.error != NONE:
+            self._backoff()
+            return
+        if r.diverging_epoch >= 0:
+            if not self.rules.truncate_before_hw:   # KAFKA-14704: HW applied first
+                self._follower_apply_hw(r.high_watermark)
+            self._truncate_to_epoch_end(r.diverging_epoch, r.diverging_end_offset)
+            self._send_fetch()
+            return
+        if r.records:
+            old = self.leo
+            if r.records[0][0] != old:
+                self._backoff()      # not contiguous (stale response): refetch
+                return
+            self._append(r.records)
+            self.emit("leo_update", **self._tp(), old=old, new=self.leo)
+        self._follower_apply_hw(r.high_watermark)
+        if r.log_start_offset > self.log.log_start_offset:
+            self._increment_log_start_offset(min(r.log_start_offset, self.hw), "leader")
+        self._send_fetch()
+
+    def _follower_apply_hw(self, leader_hw: int) -> None:
+        self.leader_hw = leader_hw
+        new = min(self.leo, leader_hw)
+        new = max(new, self.log.log_start_offset)
+        self._set_hw(new, "fetch_response")
