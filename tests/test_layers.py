@@ -109,3 +109,11 @@ def test_no_import_circle() -> None:
         if m not in state:
             visit(m)
     assert [" -> ".join(c) for c in circles] == []
+
+
+def test_the_report_is_its_own_package_and_needs_no_spark() -> None:
+    """Issue 23: the HTML report is a package of its own; it draws without Spark."""
+    assert not list((ROOT / "spark_analysis").glob("report*.py"))
+    for p in (ROOT / "report").glob("*.py"):
+        text = p.read_text(encoding="utf-8")
+        assert "pyspark" not in text and "spark_analysis" not in text, p.name
