@@ -1,0 +1,238 @@
+"""``isrlab explain``'s rules at fault: the table of Kafka mechanisms, and which one a chain names.
+
+Design. This module owns the *rules*: :data:`RULES`, each a Kafka mechanism with what it
+did, the KIP or JIRA (and release) or the setting whose fix changes it, and whether it is
+Kafka's designed behaviour rather than a loss; and the classification that names a chain's
+rule from the facts the chain gathered — :func:`record_rule` for a lost or rewritten
+record (with :func:`power_rule`), :func:`divergence_rule` for a divergent log,
+:func:`hw_rule` for a replica's HW regression. It reads the fold's fact types
+(:mod:`traces.explain_fold`) and nothing else of ``explain``: the chains
+(:mod:`traces.explain_chains`) call it, and the text (:mod:`traces.explain_output`) shows
+its texts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from traces.explain_fold import _Change, _Snap
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A Kafka mechanism a chain ends in: what it did, and what changes it."""
+
+    what: str
+    fix: str
+    #: Kafka's designed behaviour, not a loss (a finding the checker reports for study)
+    expected: bool = False
+
+
+#: The rules at fault, by name. ``fix`` names the KIP or JIRA and the Kafka release where
+#: the behaviour changed (KAFKA_REFERENCE section 2), or the setting that forbids it.
+RULES: Final[dict[str, Rule]] = {
+    "truncation_to_hw": Rule(
+        "a follower truncated to its own high watermark on restart or on becoming follower, "
+        "dropping records the leader had already committed, and stayed in the ISR",
+        "KIP-101 (Kafka 0.11): a follower truncates to the leader's end offset for its "
+        "epoch (OffsetsForLeaderEpoch), never below a committed record"),
+    "no_epoch_entry": Rule(
+        "the follower found no entry for its epoch on the new leader and fell back to its "
+        "own HW and then to the leader's log end",
+        "KAFKA-7415 (Kafka 2.1): a new leader records its epoch when it is elected"),
+    "divergence_kept_hw": Rule(
+        "on becoming follower the replica truncated to its own HW, which lay above records "
+        "the new leader never had, so it kept them: the logs diverge",
+        "KIP-101 (Kafka 0.11): truncation by the leader's epoch end finds the divergence"),
+    "epoch_end_answer": Rule(
+        "the leader answered the follower's OffsetsForLeaderEpoch with the start of its next "
+        "epoch, past records it never had, so the follower kept its divergent suffix",
+        "KIP-279 (Kafka 2.0): the leader answers with the end of the largest epoch at or "
+        "below the asked one, and the follower truncates to the smaller of the two ends"),
+    "divergence_kept": Rule(
+        "a replica kept records the final leader does not have: no truncation reached them",
+        "none named: read the steps"),
+    "leso_check": Rule(
+        "the leader added a follower to the ISR before the follower reached the start offset "
+        "of the leader's epoch, against a stale HW: an ISR member lacked committed records",
+        "KAFKA-7128 (Kafka 2.1): a follower joins the ISR only once its LEO reaches the "
+        "leader epoch start offset"),
+    "maximal_isr": Rule(
+        "the leader acknowledged while an ISR expansion was pending at the controller, "
+        "counting only the committed ISR; the controller then committed a replica without "
+        "the record",
+        "KIP-497 (Kafka 2.7): the leader counts the pending expansion (the maximal ISR) "
+        "in the HW"),
+    "diverging_fetch_counted": Rule(
+        "the leader took the fetch offset of a follower with a divergent log for real and "
+        "counted it in the ISR and the HW, although the follower held other records there",
+        "KAFKA-13141 (Kafka 3.1): a fetch that carries a diverging epoch does not update "
+        "the follower's state on the leader"),
+    "isr_without_record": Rule(
+        "a replica without the record was in (or joined) the ISR after it was acknowledged",
+        "none named: read the steps"),
+    "removed_by_reassignment": Rule(
+        "a reassignment completed and deleted the logs of replicas that held the record "
+        "while the replicas it kept did not all hold it",
+        "KAFKA-15665 (Kafka 3.8): KRaft completes a reassignment only once every target "
+        "replica is in the ISR"),
+    "bounce_unnoticed": Rule(
+        "the leader restarted within its ZooKeeper session after losing the record; the "
+        "controller never saw it fail, so it kept its leadership (same epoch) and its ISR "
+        "place, and wrote the offsets again",
+        "KIP-380 (Kafka 2.2): broker epochs let the controller detect a bounced broker and "
+        "fail it out of its leaderships and ISRs"),
+    "reassignment_revert": Rule(
+        "cancelling a reassignment put the original replicas back, without the record (an "
+        "unclean revert: KIP-455's PartitionReassignmentRevert), and took the replicas "
+        "that held it away", "unclean.leader.election.enable=false: the cancel is refused"),
+    "unclean_election": Rule(
+        "an unclean election made an out-of-sync replica without the record leader",
+        "unclean.leader.election.enable=false (the default since Kafka 0.11)"),
+    "elr_election": Rule(
+        "an eligible leader replica (KIP-966) without the record was elected",
+        "none named: read the steps"),
+    "last_replica_standing": Rule(
+        "the last ISR member lost the record from its page cache at a power loss and was "
+        "re-elected on restart (last replica standing)",
+        "KIP-966 (Kafka 4.0): an uncleanly shut-down broker leaves the eligible leader "
+        "replicas, so a complete replica is elected"),
+    "page_cache_loss": Rule(
+        "replicas lost the record from their page caches at power losses: as many as or "
+        "more than the ISR could spare (beyond the fault budget)",
+        "none: flush.messages=1, or fewer simultaneous power losses than "
+        "min.insync.replicas"),
+    "acks_1": Rule(
+        "acknowledged by its leader alone (acks=1) before any follower had it; a replica "
+        "without it became (or already was) the leader",
+        "acks=all (Kafka's default since 3.0): this loss is allowed under acks=1"),
+    "min_isr_1": Rule(
+        "acknowledged while the ISR was the leader alone (min.insync.replicas=1), so one "
+        "replica's loss lost the record",
+        "min.insync.replicas=2 with acks=all"),
+    "hw_before_truncation": Rule(
+        "a follower applied the leader's HW from a diverging fetch response before "
+        "truncating, so its HW briefly covered its own divergent records",
+        "KAFKA-14704 (Kafka 3.5): truncate first, then apply the leader's HW"),
+    "stale_leader_hw": Rule(
+        "a newly elected leader's HW lags the old leader's until its followers fetch "
+        "(expected: Kafka's local HW is not monotonic across leaders)",
+        "none needed: consumers never see a committed offset go back", expected=True),
+    "hw_checkpoint": Rule(
+        "on restart the replica loaded its HW from a checkpoint older than the HW it had "
+        "shown", "none needed: a restarted replica relearns the HW from its leader",
+        expected=True),
+    "truncated_below_hw": Rule(
+        "a follower truncated below its HW to a new leader's log: records it had seen "
+        "committed were not on that leader (a consequence of a loss above, if any)",
+        "as for the loss", expected=True),
+    "unexplained": Rule(
+        "no rule of this table matches the trace's steps", "read the steps"),
+}
+
+
+def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
+                lost: dict[int, _Change],
+                joins: dict[int, tuple[int, int, dict[str, Any], int | None]],
+                decisive: tuple[int, int, dict[str, Any]] | None,
+                anchor: dict[str, Any], *, era: tuple[int, ...]) -> str:
+    """The rule at fault of a record's chain: ``epoch`` the record's term, ``had`` the
+    replicas that ever held it after ``anchor`` (its acknowledgement or read), ``lost`` how
+    each lost it (last time), ``joins`` the ISR joins without it, ``decisive`` the election
+    (or reassignment, or takeover) that left no leader holding it; ``era`` the trace's protocol."""
+    acks = str(anchor.get("acks"))
+    if anomaly == "lost_acked_uncommitted" and acks == "1":
+        return "acks_1"
+    single = snap is not None and len(snap.isr) == 1 and anomaly == "lost_acked_write"
+    if decisive is not None and decisive[2]["election"] == "reassignment_cancel":
+        return "reassignment_revert"
+    if decisive is not None and decisive[2]["election"] == "reassignment_complete":
+        return "removed_by_reassignment"
+    if decisive is not None and not decisive[2].get("holders"):
+        # no replica held it any more when the next leader came: how that leader was
+        # chosen is moot; what lost the last copies is the story
+        if single:
+            return "min_isr_1"   # acknowledged with one copy: any loss of it is a loss
+        before = [c for c in lost.values() if c.seq < decisive[0]]
+        if before and all("power loss" in c.how for c in before):
+            return power_rule({c.replica: c for c in before})
+    if decisive is not None and decisive[2]["election"] == "unclean":
+        return "unclean_election"
+    if decisive is not None:
+        data = decisive[2]
+        x = data["leader"]
+        kind = data["election"]
+        if kind == "resumed":
+            return "bounce_unnoticed"
+        if x in lost:
+            how = lost[x].how
+            if "power loss" in how:
+                return power_rule(
+                    {r: c for r, c in lost.items() if c.seq < decisive[0]})
+            if "(high_watermark)" in how:
+                return "truncation_to_hw" if era < (0, 11) else "no_epoch_entry"
+            if "(offset_out_of_range)" in how:
+                return "no_epoch_entry"
+        if x not in had:
+            joined = joins.get(x)
+            in_isr_at_ack = snap is not None and x in snap.isr
+            at_ack = snap.held.get(x) if snap is not None else None
+            if joined is not None:
+                _s, _t, jd, log_epoch = joined
+                proposed = jd.get("proposed")
+                if log_epoch is not None and log_epoch != epoch:
+                    return "diverging_fetch_counted"
+                if proposed is not None and proposed[0] < int(anchor["seq"]):
+                    return "maximal_isr"
+                leso = jd.get("leso")
+                if leso is not None and jd.get("leo") is not None and jd["leo"] < leso:
+                    return "leso_check"
+                return "isr_without_record"
+            if in_isr_at_ack:
+                if at_ack is not None and at_ack != epoch:
+                    return "diverging_fetch_counted"
+                return "isr_without_record"
+        if kind in ("elr", "last_known_leader"):
+            return "elr_election"
+    if any(c.how == "replica deleted" for c in lost.values()):
+        return "removed_by_reassignment"
+    if single:
+        return "min_isr_1"
+    if lost and all("power loss" in c.how for c in lost.values()):
+        return power_rule(lost)
+    return "unexplained"
+
+
+def power_rule(lost: dict[int, _Change]) -> str:
+    """Power losses took the record: from the last ISR member alone, or from more."""
+    losses = sum(1 for c in lost.values() if "power loss" in c.how)
+    return "last_replica_standing" if losses <= 1 else "page_cache_loss"
+
+
+def divergence_rule(reason: str | None, rule: str, *, era: tuple[int, ...]) -> str:
+    """The rule of a divergent log, from the reason of the truncation that followed the
+    replica's follower turn (None: none did); ``rule`` the one named so far."""
+    if era < (0, 11):
+        return "divergence_kept_hw"
+    if reason == "offset_out_of_range" or era >= (2, 0):
+        return "no_epoch_entry" if reason == "offset_out_of_range" else rule
+    return "epoch_end_answer"
+
+
+def hw_rule(reason: str,
+            raised: tuple[int, int, int, int, str, int | None] | None,
+            recovered: tuple[int, int, str] | None) -> str:
+    """The rule of a replica's HW regression of ``reason``, from the replica's last HW raise
+    before it and its last restart's recovery (:attr:`_Fold.hw_seen`)."""
+    rule = {"become_leader": "stale_leader_hw", "recovery": "hw_checkpoint",
+            "truncate": "truncated_below_hw"}.get(reason, "unexplained")
+    since = 0
+    if raised is not None:
+        rs, _rt, _old, _new, why, divergent = raised
+        if divergent is not None and why == "fetch_response" and reason == "truncate":
+            rule = "hw_before_truncation"
+        since = rs
+    if recovered is not None and recovered[0] > since and rule == "unexplained":
+        rule = "hw_checkpoint"
+    return rule
