@@ -6,8 +6,7 @@ and turns what happened into the exit code. Exit codes everywhere: 0 the command
 (a run met its ``[expect]``), 1 it did not, 2 bad input (one line on stderr naming the
 file, the line where known, and the field), 3 incomplete; each door's module says its own.
 
-Doors still being moved here answer from their library module's ``main`` (``DOORS`` names
-the module); the table is the one place that lists them.
+``DOORS`` names each door's module; it is the one place that lists them.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ DOORS: dict[str, tuple[str, str]] = {
     "run": ("cli.run", "run one scenario with one seed: isrlab run SCENARIO [--seed N] "
             "[--set KEY=VALUE]... [--out TRACE] [--json]"),
     "check": ("cli.check", "check one trace fast: isrlab check TRACE [--json]"),
-    "explain": ("traces.explain", "why each anomaly happened: isrlab explain TRACE "
+    "explain": ("cli.explain", "why each anomaly happened: isrlab explain TRACE "
                 "[--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]"),
     "import": ("cli.import_logs", "Kafka broker logs as a trace: isrlab import LOG... "
                "--out TRACE [--tz ZONE] [--broker ID] [--cluster NAME]"),

@@ -98,514 +98,113 @@ native scan finds these on every local file (with ``--careful`` too, in a pass t
 for nothing else); for a URI, Spark's text source keeps a CR in its line (found as
 ``_CRLF``) and skips a line past the bound, which then shows as a missing line (its
 ``seq`` gap).
+
+Where the parts live: this module puts them together (``load_traces``, and the native scan's
+driver side, ``scan_input`` and ``native_scan``); ``load_rows`` holds the schemas, the
+partitioning, ``BadLine`` and ``Loaded``; ``load_inputs`` the paths (``expand_paths``,
+``TraceInputError``); ``load_text`` the JVM's passes (``read_text``, ``audit_text``,
+``read_hot``, ``read_lines``, ``side_lines``); ``load_problems`` the careful path's verdicts
+and line numbers; ``load_cache`` ``--cache``. Every name of theirs that other modules use is
+importable from here (``__all__``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import hashlib
-import os
-import re
-import shutil
-import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from emulator.files import (
-    FileRefused,
-    claim_folder,
-    input_file,
-    remove_scratch,
-    remove_stale_scratch,
-    scratch_folder,
-    write_text,
-)
 from spark_analysis import scan
-from traces.schema import SCHEMA_VERSION
-
-_S, _L, _I = T.StringType(), T.LongType(), T.IntegerType()
-
-#: The columns every analysis partitions by; the events DataFrame is hash-partitioned by them.
-#: ``tid`` is the trace's id in this load (``Loaded.traces`` maps it to the path): an int, so
-#: that no row carries the path and no sort compares paths.
-PARTITION_KEY: Final = ("tid", "topic", "partition")
-#: How the parsed rows are kept: columnar batches in memory, as objects (no serialisation on
-#: every read), spilling to disk only if memory runs out.
-LEVEL: Final = StorageLevel.MEMORY_AND_DISK_DESER
-
-#: The bulk event types (``events``) and the side lines (``side``): one list, the scan's.
-HOT_EVENTS, SIDE_EVENTS = scan.HOT_EVENTS, scan.SIDE_EVENTS
-
-#: The full flat trace row (the fields any analysis reads, in traces.schema order): ``side``.
-TRACE_SCHEMA = T.StructType(
-    [T.StructField(n, t) for n, t in [
-        ("seq", _L), ("ts_us", _L), ("event", _S), ("node", _S),
-        # run_start / run_end / run-level
-        ("schema", _S), ("seed", _L), ("scenario", _S), ("protocol", _S), ("status", _S),
-        ("events", _L), ("fault", _S),
-        # replica state and controller
-        ("topic", _S), ("partition", _I), ("replica", _I), ("old", _S), ("new", _S),
-        ("reason", _S), ("role", _S), ("log_start_offset", _L), ("hw", _L), ("leo", _L),
-        ("leader", _I), ("leader_epoch", _I), ("isr", T.ArrayType(_I)),
-        # clients
-        ("value", _S), ("producer", _L), ("acks", _S), ("offset", _L),
-        ("group", _S), ("consumer", _S), ("partitions", T.ArrayType(_I)),
-        ("commit_id", _L), ("requested_us", _L),
-        # end of run
-        ("records", T.ArrayType(T.ArrayType(_S))), ("converged", T.BooleanType()),
-    ]]
+from spark_analysis.load_cache import _META, CACHE_MARKER, _cache_path, _store, claim_cache
+from spark_analysis.load_inputs import TraceInputError, expand_paths
+from spark_analysis.load_problems import (
+    _bad_lines,
+    _converted,
+    _file_problems,
+    _locate,
+    _LocatedById,
+    _misnamed,
+    _number,
+    _summarize,
 )
-_HOT_FIELDS: Final = ("seq", "ts_us", "event", "schema", "topic", "partition", "replica", "old",
-                      "new", "role", "reason", "value", "producer", "acks", "offset", "hw",
-                      "group", "consumer")
-#: What the one pass over the JSON parses: the fields of the bulk events (and line 1's schema).
-LINE_SCHEMA = T.StructType([f for f in TRACE_SCHEMA.fields if f.name in _HOT_FIELDS])
-#: The columns of ``Loaded.events``.
-EVENT_COLUMNS: Final = ("tid", "topic", "partition", "seq", "ts_us", "event", "replica",
-                        "old_n", "new_n", "role", "reason", "value", "producer", "acks",
-                        "offset", "hw", "group", "consumer")
-_TYPES: Final = {"tid": _I, "trace": _S, "old_n": _L, "new_n": _L,
-                 **{f.name: f.dataType for f in TRACE_SCHEMA.fields}}
-#: The schema of ``Loaded.events``.
-EVENT_SCHEMA = T.StructType([T.StructField(c, _TYPES[c]) for c in EVENT_COLUMNS])
-#: ``EVENT_COLUMNS`` keyed by the trace's path, as the JVM paths read them before ``_tids``.
-_PATH_COLUMNS: Final = ("trace", *EVENT_COLUMNS[1:])
-#: What the JSON source parses of a clean file's hot lines.
-_HOT_SCHEMA = T.StructType([f for f in LINE_SCHEMA.fields if f.name != "schema"])
-_HOT_ONLY: Final = ("replica", "role", "reason", "value", "producer", "acks", "offset", "hw",
-                    "group", "consumer")
+from spark_analysis.load_rows import (
+    _CORRUPT,
+    _PATH_COLUMNS,
+    EVENT_COLUMNS,
+    EVENT_SCHEMA,
+    HOT_EVENTS,
+    LEVEL,
+    LINE_SCHEMA,
+    LINE_SKIPPED,
+    PARTITION_KEY,
+    SCENARIO_SCHEMA,
+    SIDE_EVENTS,
+    TAIL_LOST,
+    TRACE_SCHEMA,
+    TRACE_SKIPPED,
+    TRACES_SCHEMA,
+    BadLine,
+    Loaded,
+    _default_partitions,
+    partition_events,
+    swap_key,
+)
+from spark_analysis.load_text import (
+    Audit,
+    FileAudit,
+    audit_side,
+    audit_text,
+    read_hot,
+    read_lines,
+    read_text,
+    side_lines,
+)
 
-_TOPIC_SCHEMA = T.StructType([
-    T.StructField("name", _S),
-    T.StructField("partitions", _I),
-    T.StructField("replication.factor", _I),
-    T.StructField("min.insync.replicas", _I),
-    T.StructField("unclean.leader.election.enable", T.BooleanType()),
-])
-_PRODUCER_SCHEMA = T.StructType([
-    T.StructField("topic", _S), T.StructField("acks", _S),
-    T.StructField("enable.idempotence", T.BooleanType()), T.StructField("retries", _L),
-    T.StructField("max.in.flight.requests.per.connection", _I),
-])
-#: The parts of run_start.scenario the analyses read.
-SCENARIO_SCHEMA = T.StructType([
-    T.StructField("name", _S),
-    T.StructField("protocol", _S),
-    T.StructField("bugs", T.ArrayType(_S)),
-    T.StructField("topics", T.ArrayType(_TOPIC_SCHEMA)),
-    T.StructField("producers", T.ArrayType(_PRODUCER_SCHEMA)),
-    T.StructField("expect", T.MapType(_S, T.ArrayType(_S))),
-    #: true in a trace read from Kafka's logs (isrlab import)
-    T.StructField("imported", T.BooleanType()),
-])
+__all__ = [
+    "CACHE_MARKER",
+    "EVENT_COLUMNS",
+    "EVENT_SCHEMA",
+    "HOT_EVENTS",
+    "LEVEL",
+    "LINE_SCHEMA",
+    "LINE_SKIPPED",
+    "PARTITION_KEY",
+    "SCENARIO_SCHEMA",
+    "SIDE_EVENTS",
+    "TAIL_LOST",
+    "TRACES_SCHEMA",
+    "TRACE_SCHEMA",
+    "TRACE_SKIPPED",
+    "Audit",
+    "BadLine",
+    "FileAudit",
+    "Loaded",
+    "TraceInputError",
+    "_misnamed",
+    "audit_side",
+    "audit_text",
+    "claim_cache",
+    "expand_paths",
+    "load_traces",
+    "native_scan",
+    "partition_events",
+    "read_hot",
+    "read_lines",
+    "read_text",
+    "scan_input",
+    "side_lines",
+    "swap_key",
+]
 
-_CRC_MARK: Final = ',"crc":'
-#: The crc member is looked for in this many last bytes of a line (``,"crc":4294967295}``
-#: is 18).
-_CRC_TAIL: Final = 32
-#: The first characters of a line, where a writer's line has ``seq``, ``ts_us`` and ``event``.
-_PREFIX: Final = 64
-_META: Final = "meta.json"
-#: How a writer's line 1 opens (the line the audit keeps to check it is a run_start).
-_LINE1: Final = '{"seq":0,'
-_PATTERNS: Final = ("*.jsonl", "*.jsonl.gz")
-_PERMISSIVE: Final = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
-_CORRUPT: Final = "not a schema-1 JSON object: the line is damaged"
-#: Hadoop's ``LineRecordReader`` option bounding a line (longer ones are skipped).
-_MAX_LINE_OPTION: Final = "mapreduce.input.linerecordreader.line.maxlength"
-_BOM_TEXT: Final = "\ufeff"
-_BOM_PROBLEM: Final = ("starts with a UTF-8 byte-order mark (BOM): the file was re-saved by an "
-                       "editor; isrlab traces have none")
-_CRLF: Final = ("ends with CR LF: the file's line endings were converted; isrlab traces end "
-                "lines with LF only")
-#: What happened to the input named by a problem.
-LINE_SKIPPED: Final = "line skipped"
-TRACE_SKIPPED: Final = "trace skipped"
-TAIL_LOST: Final = "tail lost"
-#: The schema of ``Loaded.traces``.
-TRACES_SCHEMA: Final = "tid int, trace string, events long, end_us long"
 _SIDE_TEXT: Final = "tid int, _block long, _rid long, _raw string"
 #: At most this many tasks read the local files (a task reads its files one after another).
 _MAX_SCAN_TASKS: Final = 1000
-
-
-#: A line to number: (trace, _block, _rid, problem, text).
-_Located = tuple[str, int, int, str, str]
-#: The same with the trace's id (``tid``) for its path.
-_LocatedById = tuple[int, int, int, str, str]
-
-
-class TraceInputError(Exception):
-    """A path that names no trace file."""
-
-
-@dataclass(frozen=True)
-class BadLine:
-    """Something wrong in one trace, located to its 1-based line: reported, never dropped.
-
-    ``action`` says what the analysis did about it: ``LINE_SKIPPED`` (the line is left out),
-    ``TRACE_SKIPPED`` (the whole file is left out) or ``TAIL_LOST`` (the lines read are
-    analysed, the trace's end is missing).
-    """
-
-    trace: str
-    line: int
-    problem: str
-    text: str = ""
-    action: str = LINE_SKIPPED
-
-    def __str__(self) -> str:
-        return f"{self.trace}:{self.line}: {self.problem} ({self.action})"
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """The good rows of every analysed trace plus everything that was skipped, and why."""
-
-    #: The good ``HOT_EVENTS`` lines (``EVENT_COLUMNS``), partitioned by ``PARTITION_KEY``,
-    #: persisted.
-    events: DataFrame
-    #: The ``SIDE_EVENTS`` lines: ``tid`` + ``TRACE_SCHEMA``, same partitioning, persisted.
-    side: DataFrame
-    #: Per analysed trace: tid, trace (its path), events (good lines), end_us (largest
-    #: ts_us). Small.
-    traces: DataFrame
-    problems: list[BadLine]
-    files: list[str]
-    #: The persisted DataFrames behind ``events`` and ``side`` (``unpersist`` drops them).
-    caches: tuple[DataFrame, ...] = ()
-    #: How many hash partitions ``events`` and ``side`` have (a union of rows of both keeps
-    #: the partitioning only if the counts are equal).
-    partitions: int = 0
-
-    def unpersist(self) -> None:
-        """Free the cached rows (the next analysis re-reads the input)."""
-        for df in self.caches:
-            df.unpersist()
-
-    def named(self, df: DataFrame) -> DataFrame:
-        """``df`` with its ``tid`` column replaced, in place, by ``trace`` (the path): what a
-        view shows."""
-        return swap_key(df, self.traces, "tid", "trace")
-
-    def paths(self) -> dict[int, str]:
-        """tid → the trace's path (collected from ``traces``)."""
-        return {int(r["tid"]): r["trace"] for r in self.traces.select("tid", "trace").collect()}
-
-    @property
-    def bad_lines(self) -> list[BadLine]:
-        """Single lines left out (the rest of their trace was analysed)."""
-        return [p for p in self.problems if p.action == LINE_SKIPPED]
-
-    @property
-    def skipped_traces(self) -> list[str]:
-        return [p.trace for p in self.problems if p.action == TRACE_SKIPPED]
-
-    @property
-    def analysed_files(self) -> list[str]:
-        skipped = set(self.skipped_traces)
-        return [f for f in self.files if f not in skipped]
-
-
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files named, plus ``*.jsonl``/``*.jsonl.gz`` under folders; URIs pass through."""
-    out: list[str] = []
-    for p in paths:
-        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", p) and not p.startswith("file://"):
-            out.append(p)
-            continue
-        path = Path(p[len("file://"):] if p.startswith("file://") else p)
-        if path.is_dir():
-            found = sorted({f for pat in _PATTERNS for f in path.rglob(pat)
-                            if not f.is_dir()})
-            if not found:
-                raise TraceInputError(f"{p}: no *.jsonl or *.jsonl.gz files")
-            out.extend(_regular(f) for f in found)
-        elif path.exists() or path.is_symlink():
-            out.append(_regular(path))
-        else:
-            raise TraceInputError(f"{p}: no such file or directory")
-    return sorted(set(out))
-
-
-def _regular(path: Path) -> str:
-    """``path`` resolved, when it is a regular file; TraceInputError (one line) for a FIFO,
-    a device, a socket, a broken link — named or found in a folder: reading one would
-    block or never end (``emulator.files.input_file``)."""
-    try:
-        return str(input_file(path).resolve())
-    except FileRefused as exc:
-        raise TraceInputError(str(exc)) from None
-
-
-def _trace_id(col: Column) -> Column:
-    """The file path without ``file:`` / ``file://`` (the trace id of its rows)."""
-    return (F.when(col.startswith("file://"), F.substring(col, 8, 1 << 30))
-            .when(col.startswith("file:"), F.substring(col, 6, 1 << 30))
-            .otherwise(col))
-
-
-def _crc_ok(line: Column) -> Column:
-    """The line's ``crc`` member (the last one, ``,"crc":N}``) equals the CRC-32 of the line
-    without it. Byte-based functions only: the mark is looked for in the line's last bytes."""
-    raw = line.cast("binary")
-    tail = F.substring(raw, -_CRC_TAIL, _CRC_TAIL).cast("string")
-    after = F.substring_index(tail, _CRC_MARK, -1)  # N}
-    n_after = F.octet_length(after)
-    body = F.concat(F.substring(raw, F.lit(1), F.octet_length(line) - n_after - len(_CRC_MARK)),
-                    F.lit(b"}"))
-    crc = F.substring(after, F.lit(1), n_after - 1).try_cast("long")
-    ok = (F.instr(tail, _CRC_MARK) > 0) & line.endswith("}") & (F.crc32(body) == crc)
-    return F.coalesce(ok, F.lit(False))
-
-
-def read_text(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """Every line of ``files``: ``_text``, ``trace``, ``_block`` (start of its split) and
-    ``_rid`` (consecutive within a split). The same plan gives the same ``_rid``s when run
-    again, so a line found in one pass can be located by another over the same DataFrame."""
-    return (
-        spark.read.option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", "{*.jsonl,*.jsonl.gz}")
-        .option("ignoreCorruptFiles", "true")  # a cut gzip keeps its lines before the cut
-        # lines end at LF only (as the writer's and ``traces.reader``'s): a CR before it
-        # stays in the line, so a converted file is found (``_CRLF``), never read as clean
-        .option("lineSep", "\n")
-        # Hadoop's line reader keeps at most this much of a line (and skips a longer one,
-        # reading it in pieces): never a line past the reader's bound in memory
-        .option(_MAX_LINE_OPTION, str(scan.MAX_LINE_BYTES + 1))
-        .text(list(files))
-        .select(
-            F.col("value").alias("_text"),
-            _trace_id(F.col("_metadata.file_path")).alias("trace"),
-            F.col("_metadata.file_block_start").alias("_block"),
-            F.monotonically_increasing_id().alias("_rid"),
-        )
-    )
-
-
-def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """Every line with its trace id, split start, per-task row id, problem and narrow fields.
-
-    Columns: trace, _block, _rid, _problem (null for a good line), _line (text of a bad line
-    only), schema (line 1's), _raw (text of a ``SIDE_EVENTS`` line), then the columns of
-    ``EVENT_COLUMNS`` after ``tid`` (null for a bad line; the ``HOT_EVENTS`` fields null on
-    other lines).
-    The careful path: every line parsed on its own, so that each problem is found and placed.
-    """
-    raw = read_text(spark, files)
-    schema = T.StructType([*LINE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    j = raw.select("trace", "_block", "_rid", "_text", _crc_ok(F.col("_text")).alias("_crc_ok"),
-                   F.from_json("_text", schema, _PERMISSIVE).alias("j"))
-    problem = (
-        F.when(F.col("_text").startswith(_BOM_TEXT), F.lit(_BOM_PROBLEM))
-        .when(F.col("_text").endswith("\r"), F.lit(_CRLF))
-        .when(F.col("j._corrupt_record").isNotNull(), F.lit(_CORRUPT))
-        .when(~F.col("_crc_ok"), F.lit("crc: missing or does not match the line"))
-        .when(F.col("j.seq").isNull() | F.col("j.event").isNull(), F.lit("seq/event missing"))
-    )
-    good = problem.isNull()
-    event = F.col("j.event")
-    hot = good & event.isin(*HOT_EVENTS)
-    is_hw = good & (event == "hw_update")
-
-    def field(name: str) -> Column:
-        return F.when(hot if name in _HOT_ONLY else good, F.col(f"j.{name}")).alias(name)
-
-    cols: dict[str, Column] = {
-        "old_n": F.when(is_hw, F.col("j.old").try_cast("bigint")).alias("old_n"),
-        "new_n": F.when(is_hw, F.col("j.new").try_cast("bigint")).alias("new_n"),
-        "trace": F.col("trace"),
-    }
-    return j.select(
-        "trace", "_block", "_rid", problem.alias("_problem"),
-        F.when(~good, F.col("_text")).alias("_line"),
-        F.when(good & (event == "run_start"), F.col("j.schema")).alias("schema"),
-        F.when(good & event.isin(*SIDE_EVENTS), F.col("_text")).alias("_raw"),
-        *[cols[c] if c in cols else field(c) for c in _PATH_COLUMNS],
-    )
-
-
-def partition_events(df: DataFrame, partitions: int | None = None) -> DataFrame:
-    """``df`` hash-partitioned by ``PARTITION_KEY`` into ``partitions`` (default: 2 × the
-    default parallelism)."""
-    return df.repartition(partitions or _default_partitions(df.sparkSession), *PARTITION_KEY)
-
-
-def _default_partitions(spark: SparkSession) -> int:
-    """2 × the default parallelism; under Spark Connect (no ``sparkContext`` here), the
-    session's shuffle partitions."""
-    try:
-        cores = spark.sparkContext.defaultParallelism
-    except Exception:  # noqa: BLE001 - Connect raises a variety of "not supported" errors
-        return max(2, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
-    return max(2, 2 * cores)
-
-
-def _prefix_event(line: Column) -> Column:
-    """The ``event`` of a writer's line, from its first bytes (``{"seq":N,"ts_us":M,"event":"``
-    open every line), without parsing it: a fast filter, not a check."""
-    head = F.substring(line, 1, _PREFIX)
-    return F.substring_index(F.substring_index(head, '"event":"', -1), '"', 1)
-
-
-def _prefix_seq(line: Column) -> Column:
-    """The ``seq`` of a writer's line from its first bytes (null if it is not there)."""
-    head = F.substring(line, 1, _PREFIX)
-    return F.when(head.startswith('{"seq":'), F.substring_index(
-        F.substring_index(head, '"seq":', -1), ",", 1).try_cast("long"))
-
-
-def _prefix_ts(line: Column) -> Column:
-    """The ``ts_us`` of a writer's line from its first bytes (null if it is not there)."""
-    head = F.substring(line, 1, _PREFIX)
-    return F.substring_index(F.substring_index(head, '"ts_us":', -1), ",", 1).try_cast("long")
-
-
-@dataclass(frozen=True)
-class FileAudit:
-    """One file as the text pass saw it: enough to tell a clean trace from a damaged one."""
-
-    trace: str
-    lines: int
-    #: Lines whose crc is missing or wrong.
-    bad: int
-    end_us: int | None
-    #: Text of line 1 when it looks like a writer's event (null otherwise).
-    first: str | None
-    has_end: bool
-    #: every line's seq is its place in the file and ``run_end`` is the last line
-    ordered: bool = True
-
-    @property
-    def clean(self) -> bool:
-        """Every line is the writer's own (crc) in its place (seq), line 1 is a
-        schema-``SCHEMA_VERSION`` ``run_start`` and a ``run_end`` ends it: nothing for the
-        careful path to find."""
-        return self.ordered and scan.is_clean(self.bad, self.has_end, self.first)
-
-
-@dataclass(frozen=True)
-class Audit:
-    """The text pass over every file: per-file facts, where each split starts, and the raw
-    side lines (``SIDE_EVENTS`` by their prefix, and line 1), persisted until parsed."""
-
-    files: list[FileAudit]
-    #: (trace, _block) → (lines in earlier splits of the file, first _rid of the split).
-    starts: dict[tuple[str, int], tuple[int, int]]
-    #: trace, _block, _rid, _raw of the side lines of every file. Persisted.
-    side: DataFrame
-
-
-def audit_text(text: DataFrame) -> Audit:
-    """Two passes over ``text`` (``read_text``), no JSON parsed: one aggregate per split
-    (lines, first ``_rid``, crc failures, largest ``ts_us``, a ``run_end`` seen: fixed-width
-    buffers only, so Spark hash-aggregates in generated code), and the side lines kept."""
-    line = F.col("_text")
-    event = _prefix_event(line)
-    seq = _prefix_seq(line)
-    per_split = text.select(
-        "trace", "_block", "_rid", (~_crc_ok(line)).cast("int").alias("_bad"),
-        _prefix_ts(line).alias("_ts"), (event == "run_end").alias("_end"),
-        seq.alias("_seq"), (seq - F.col("_rid")).alias("_d"),
-    ).groupBy("trace", "_block").agg(
-        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"), F.sum("_bad").alias("bad"),
-        F.max("_ts").alias("end_us"), F.coalesce(F.max("_end"), F.lit(False)).alias("has_end"),
-        F.count("_seq").alias("n_seq"), F.min("_seq").alias("seq0"),
-        F.min("_d").alias("d_min"), F.max("_d").alias("d_max"),
-        F.max(F.when(F.col("_end"), F.col("_seq"))).alias("end_seq"),
-    ).collect()
-    side = (text.where(event.isin(*SIDE_EVENTS) | line.startswith(_LINE1))
-            .select("trace", "_block", "_rid", line.alias("_raw")).persist(LEVEL))
-    heads = {(r["trace"], int(r["_block"]), int(r["_rid"])): r["_raw"] for r in
-             side.where(F.col("_raw").startswith(_LINE1)).collect()}
-    starts = _split_starts(per_split)
-    by_trace: dict[str, list[Row]] = {}
-    for r in per_split:
-        by_trace.setdefault(r["trace"], []).append(r)
-    files = []
-    for trace in sorted(by_trace):
-        blocks = sorted(by_trace[trace], key=lambda r: int(r["_block"]))
-        ends = [int(r["end_us"]) for r in blocks if r["end_us"] is not None]
-        files.append(FileAudit(
-            trace=trace, lines=sum(int(r["n"]) for r in blocks),
-            bad=sum(int(r["bad"]) for r in blocks),
-            end_us=max(ends) if ends else None,
-            first=heads.get((trace, int(blocks[0]["_block"]), int(blocks[0]["rid0"]))),
-            has_end=any(bool(r["has_end"]) for r in blocks), ordered=_ordered(blocks)))
-    return Audit(files=files, starts=starts, side=side)
-
-
-def _ordered(blocks: list[Row]) -> bool:
-    """A file's splits (in file order) hold seq 0, 1, 2, ... line after line (in a split,
-    seq minus the row id is one number and its first seq counts the lines before it), and
-    ``run_end`` is its last line."""
-    before = 0
-    ends = []
-    for r in blocks:
-        n = int(r["n"])
-        if int(r["n_seq"]) != n or r["d_min"] != r["d_max"] or int(r["seq0"]) != before:
-            return False
-        before += n
-        if r["end_seq"] is not None:
-            ends.append(int(r["end_seq"]))
-    return not ends or ends == [before - 1]
-
-
-def audit_side(audit: Audit, slow: Sequence[str]) -> DataFrame:
-    """The side lines of the files not in ``slow``: trace, _block, _rid, _raw."""
-    side = audit.side.where(~F.col("trace").isin(*slow)) if slow else audit.side
-    return side.where(_prefix_event(F.col("_raw")).isin(*SIDE_EVENTS))
-
-
-def read_hot(spark: SparkSession, files: Sequence[str]) -> DataFrame:
-    """The ``HOT_EVENTS`` lines of clean ``files`` as ``EVENT_COLUMNS`` keyed by the trace's
-    path (``_PATH_COLUMNS``: ``_tids`` numbers them), parsed by Spark's JSON
-    source (a byte-based parse, about twice as fast as ``from_json`` over text, with the
-    filter on ``event`` pushed into the parser: other lines are not parsed past it)."""
-    j = (spark.read.schema(_HOT_SCHEMA).json(list(files))
-         .where(F.col("event").isin(*HOT_EVENTS)))
-    is_hw = F.col("event") == "hw_update"
-    cols = {
-        "trace": _trace_id(F.col("_metadata.file_path")).alias("trace"),
-        "old_n": F.when(is_hw, F.col("old").try_cast("bigint")).alias("old_n"),
-        "new_n": F.when(is_hw, F.col("new").try_cast("bigint")).alias("new_n"),
-    }
-    return j.select(*[cols.get(c, F.col(c)) for c in _PATH_COLUMNS])
-
-
-def side_lines(rows: DataFrame, *, keyed: bool = False) -> DataFrame:
-    """The lines of ``rows`` (tid, _block, _rid, _raw: ``SIDE_EVENTS`` text) parsed in full:
-    ``tid``, ``_block``, ``_rid``, ``_bad`` (the line does not fit ``TRACE_SCHEMA``),
-    ``_moved``, then ``TRACE_SCHEMA``.
-
-    ``keyed``: ``rows`` also carry the ``topic`` and ``partition`` the native scan read from
-    each line and partitioned it by (``scan.side_key``). The result keeps those two columns
-    instead of the parsed ones, and with them that partitioning: the lines need no shuffle
-    of their own. ``_moved`` marks a good line whose parsed topic or partition is not the
-    scan's (a line the two parsers read differently, e.g. a topic written as a number):
-    ``load_traces`` then partitions the parsed lines instead. Unkeyed, ``_moved`` is false."""
-    schema = T.StructType([*TRACE_SCHEMA.fields, T.StructField("_corrupt_record", _S)])
-    keys = ("topic", "partition") if keyed else ()
-    parsed = rows.select("tid", "_block", "_rid", *keys,
-                         F.from_json("_raw", schema, _PERMISSIVE).alias("j"))
-    bad = F.col("j._corrupt_record").isNotNull()
-    moved = (~bad & ~(F.col("topic").eqNullSafe(F.col("j.topic"))
-                      & F.col("partition").eqNullSafe(F.col("j.partition")))
-             if keyed else F.lit(False))
-    return parsed.select(
-        "tid", "_block", "_rid", bad.alias("_bad"), moved.alias("_moved"),
-        *[F.col(n) if n in keys else F.col(f"j.{n}").alias(n)
-          for n in TRACE_SCHEMA.fieldNames()])
 
 
 def load_traces(
@@ -746,13 +345,6 @@ def _tids(df: DataFrame, ids: DataFrame) -> DataFrame:
     return swap_key(df, ids, "trace", "tid")
 
 
-def swap_key(df: DataFrame, table: DataFrame, have: str, want: str) -> DataFrame:
-    """``df`` with its column ``have`` replaced, in place, by ``want``, looked up in ``table``
-    (one row per ``have``; small: broadcast, so ``df`` keeps its partitions)."""
-    return df.join(F.broadcast(table.select(have, want)), have).select(
-        *[F.col(want) if c == have else F.col(c) for c in df.columns])
-
-
 def scan_input(spark: SparkSession, files: Sequence[str], ids: dict[str, int]) -> DataFrame:
     """(path, tid) of ``files``, largest first, one file per partition (up to
     ``_MAX_SCAN_TASKS`` partitions): ``spark.range`` cuts its ids into contiguous even runs,
@@ -854,271 +446,3 @@ def _loaded(spark: SparkSession, hot: DataFrame | None, side: DataFrame,
     traces = spark.createDataFrame([tuple(s) for s in sizes], TRACES_SCHEMA)
     return Loaded(events=events, side=side, traces=traces, problems=problems, files=files,
                   caches=(*caches, side_all), partitions=n)
-
-
-def _summarize(flagged: DataFrame) -> list[dict[str, Any]]:
-    """Per file: lines, good lines, bad lines, largest ts_us, line 1 (event, schema, problem),
-    whether it has a run_end, its last good event, and where its order breaks (``off_at``,
-    ``off_seq``: the first line whose seq is not its place, 0-based; ``end_at``: the place
-    of its first run_end). One aggregate per file and one per split over the cached lines
-    (no sort: a window over every line of a corpus took minutes)."""
-    order = F.struct("_block", "_rid")
-    per_file = flagged.groupBy("trace").agg(
-        F.count(F.lit(1)).alias("lines"),
-        F.count("seq").alias("good"),
-        F.count("_problem").alias("bad"),
-        F.count(F.when(F.col("_problem") == _CRLF, F.lit(1))).alias("crlf"),
-        F.max("ts_us").alias("end_us"),
-        F.min_by(F.struct("event", "schema", "_problem"), order).alias("first"),
-        F.max(F.when(F.col("event") == "run_end", F.lit(True))).alias("has_end"),
-        F.max_by("event", F.when(F.col("_problem").isNull(), order)).alias("last_event"),
-    ).collect()
-    # in a split, _rid is consecutive: a good line's place is (lines of earlier splits) +
-    # (_rid - the split's first _rid), so every seq is its place when seq - _rid is one
-    # number in the split, that number being (lines before) - (first _rid)
-    d = F.col("seq") - F.col("_rid")
-    per_split = flagged.groupBy("trace", "_block").agg(
-        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0"),
-        F.min(d).alias("d_min"), F.max(d).alias("d_max"),
-        F.min(F.when(F.col("event") == "run_end", F.col("_rid"))).alias("end_rid"),
-    ).collect()
-    splits: dict[str, list[Row]] = {}
-    for r in per_split:
-        splits.setdefault(r["trace"], []).append(r)
-    out = []
-    for r in per_file:
-        row = r.asDict()
-        row.update(off_at=None, off_seq=None, end_at=None)
-        before = 0
-        for sp in sorted(splits.get(r["trace"], []), key=lambda x: int(x["_block"])):
-            want = before - int(sp["rid0"])
-            if row["end_at"] is None and sp["end_rid"] is not None:
-                row["end_at"] = before + int(sp["end_rid"]) - int(sp["rid0"])
-            if row["off_at"] is None and sp["d_min"] is not None and not (
-                    sp["d_min"] == sp["d_max"] == want):
-                bad = flagged.where(
-                    (F.col("trace") == r["trace"]) & (F.col("_block") == sp["_block"])
-                    & F.col("seq").isNotNull() & (d != F.lit(want))
-                ).agg(F.min_by("seq", "_rid").alias("seq"), F.min("_rid").alias("rid")).first()
-                assert bad is not None
-                row["off_at"] = before + int(bad["rid"]) - int(sp["rid0"])
-                row["off_seq"] = bad["seq"]
-            before += int(sp["n"])
-        out.append(row)
-    return out
-
-
-def _file_problems(summary: list[dict[str, Any]]) -> list[BadLine]:
-    """Per file: a line 1 that is not a readable ``run_start``, a line whose seq is not its
-    place, a line after ``run_end`` (trace skipped), or no ``run_end`` (tail lost)."""
-    out: list[BadLine] = []
-    for r in summary:
-        trace, lines, first = r["trace"], int(r["lines"]), r["first"]
-        if first["_problem"] is not None or first["event"] != "run_start":
-            what = first["_problem"] or "not a run_start event"
-            out.append(BadLine(trace, 1, f"not an isrlab trace: line 1 is {what}; "
-                               f"its {lines} lines were not analysed", action=TRACE_SKIPPED))
-            continue
-        if first["schema"] != str(SCHEMA_VERSION):
-            shown = "missing" if first["schema"] is None else first["schema"]
-            out.append(BadLine(trace, 1, f"trace schema {shown}, this isrlab reads schema "
-                               f"{SCHEMA_VERSION}; its {lines} lines were not analysed",
-                               action=TRACE_SKIPPED))
-            continue
-        if r["off_at"] is not None:
-            at = int(r["off_at"])
-            out.append(BadLine(trace, at + 1, f"seq {r['off_seq']}, expected {at}: a line "
-                               f"was deleted, duplicated or moved (isrlab check refuses the "
-                               f"file); its {lines} lines were not analysed",
-                               action=TRACE_SKIPPED))
-            continue
-        if r["end_at"] is not None and int(r["end_at"]) != lines - 1:
-            out.append(BadLine(trace, int(r["end_at"]) + 2, f"a line after run_end (line "
-                               f"{int(r['end_at']) + 1}): the file was appended to; its "
-                               f"{lines} lines were not analysed", action=TRACE_SKIPPED))
-            continue
-        if not r["has_end"]:
-            broken = _gzip_break(trace)
-            how = (f"the gzip stream {broken}" if broken else
-                   "the trace ends without run_end (the run was cut off or the file truncated)")
-            out.append(BadLine(trace, lines, f"{how}; line {lines} ({r['last_event'] or '?'}) "
-                               f"is the last one read; lines 1-{lines} were analysed",
-                               action=TAIL_LOST))
-    return out
-
-
-def _converted(flagged: DataFrame, traces: Sequence[str]) -> list[BadLine]:
-    """The files of ``traces`` (each with a line ending in CR LF) skipped whole, named by
-    their first such line: the file was converted, as ``traces.reader`` says and the native
-    scan finds (``scan.crlf_refusal``)."""
-    if not traces:
-        return []
-    first = (flagged.where((F.col("_problem") == _CRLF) & F.col("trace").isin(*traces))
-             .groupBy("trace").agg(F.min(F.struct("_block", "_rid")).alias("at")).collect())
-    located = _locate(flagged, [(r["trace"], r["at"]["_block"], r["at"]["_rid"], _CRLF, "")
-                                for r in first])
-    return [BadLine(b.trace, b.line, f"{scan.crlf_refusal(b.line)}; the trace was not "
-                    "analysed (isrlab check refuses it too)", action=TRACE_SKIPPED)
-            for b in located]
-
-
-def _misnamed(spark: SparkSession, trace: str) -> str | None:
-    """Why a file the JVM read (a URI, or any file on the careful path) may have looked like
-    no trace: Spark's text source decides compression by the file's name, so gzip bytes named
-    ``.jsonl`` read as binary lines and plain text named ``.gz`` as no line at all. The first
-    two bytes are read through Hadoop's FileSystem (any scheme Spark reads); None when they
-    agree with the name or cannot be read (e.g. over Spark Connect)."""
-    try:
-        if "://" in trace:
-            jvm = spark.sparkContext._jvm
-            assert jvm is not None
-            path = jvm.org.apache.hadoop.fs.Path(trace)
-            stream = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).open(path)
-            try:
-                head = bytes([stream.read() & 0xFF, stream.read() & 0xFF])
-            finally:
-                stream.close()
-        else:
-            with Path(trace).open("rb") as fh:
-                head = fh.read(2)
-    except Exception:  # noqa: BLE001 - a hint only: the trace is reported skipped either way
-        return None
-    gzip_bytes = head == b"\x1f\x8b"
-    if gzip_bytes and not trace.endswith(".gz"):
-        return ("its bytes are gzip but its name does not end in .gz (Spark's text source "
-                "decompresses by the name): rename it *.jsonl.gz")
-    if not gzip_bytes and trace.endswith(".gz"):
-        return ("its name ends in .gz but its bytes are not gzip (Spark's text source "
-                "decompresses by the name): rename it *.jsonl")
-    return None
-
-
-def _gzip_break(trace: str) -> str | None:
-    """How a local gzip trace's stream is damaged, or None (not gzip, not local, or intact)."""
-    path = Path(trace)
-    try:
-        with path.open("rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
-                return None
-        with gzip.open(path, "rb") as gz:
-            while gz.read(1 << 20):
-                pass
-    except EOFError:
-        return "is cut off (truncated file)"
-    except (OSError, zlib.error) as exc:
-        return f"is damaged ({exc})"
-    return None
-
-
-def _bad_lines(flagged: DataFrame) -> list[BadLine]:
-    bad_rows = (flagged.where(F.col("_problem").isNotNull())
-                .select("trace", "_block", "_rid", "_problem", "_line").collect())
-    return _locate(flagged, [(r["trace"], r["_block"], r["_rid"], r["_problem"],
-                              r["_line"] or "") for r in bad_rows])
-
-
-def _locate(rows: DataFrame, bad: list[_Located]) -> list[BadLine]:
-    """``BadLine``s for (trace, _block, _rid, problem, text) of ``rows`` (every line of their
-    files, in ``rows``), numbered by the rows in earlier splits plus the position in the split.
-    """
-    if not bad:
-        return []
-    splits = rows.groupBy("trace", "_block").agg(
-        F.count(F.lit(1)).alias("n"), F.min("_rid").alias("rid0")).collect()
-    return _number(_split_starts(splits), bad)
-
-
-def _split_starts(splits: Iterable[Row]) -> dict[tuple[str, int], tuple[int, int]]:
-    """Where each split starts, from one row per split (trace, _block, n lines, rid0):
-    (trace, _block) → (lines in the earlier splits of its file, the split's first _rid)."""
-    out: dict[tuple[str, int], tuple[int, int]] = {}
-    before: dict[str, int] = {}
-    for r in sorted(splits, key=lambda r: (r["trace"], int(r["_block"]))):
-        n = before.get(r["trace"], 0)
-        out[(r["trace"], int(r["_block"]))] = (n, int(r["rid0"]))
-        before[r["trace"]] = n + int(r["n"])
-    return out
-
-
-def _number(starts: dict[tuple[str, int], tuple[int, int]], bad: list[_Located]
-            ) -> list[BadLine]:
-    """``BadLine``s for ``bad``, given where each split starts: (trace, _block) → (lines in
-    earlier splits of the file, the split's first _rid)."""
-    out = []
-    for trace, block, rid, problem, text in bad:
-        n_before, rid0 = starts[(trace, block)]
-        out.append(BadLine(trace=trace, line=n_before + int(rid) - rid0 + 1, problem=problem,
-                           text=text[:200]))
-    return sorted(out, key=lambda b: (b.trace, b.line))
-
-
-#: the marker of a folder ``--cache`` may write into (``emulator.files.claim_folder``)
-CACHE_MARKER: Final = ".isrlab-cache"
-#: the prefix of a cached load's folder inside the cache folder
-_CACHE_PREFIX: Final = "traces-"
-
-
-def claim_cache(cache_dir: str, inputs: Sequence[str] = ()) -> Path:
-    """``cache_dir`` as the cache's folder: new, empty, or one that carries
-    ``CACHE_MARKER`` (written here when missing); TraceInputError (one line) for any other
-    folder — a cache replaces what it cached before, so never inside a folder of the
-    user's. Scratch folders a killed analysis left in it are removed."""
-    try:
-        folder = claim_folder(cache_dir, "--cache", CACHE_MARKER,
-                              "an isrlab analyze cache", [f for f in inputs if "://" not in f])
-        if not (folder / CACHE_MARKER).exists():
-            write_text(folder / CACHE_MARKER, "isrlab analyze --cache: parsed traces, keyed "
-                       "by the inputs' paths and contents; safe to delete\n", "--cache")
-    except FileRefused as exc:
-        raise TraceInputError(str(exc)) from None
-    remove_stale_scratch(folder, CACHE_MARKER)
-    return folder
-
-
-def _digest(path: str) -> str:
-    """The SHA-256 of a local file's bytes (a URI: its name alone)."""
-    if "://" in path:
-        return "-"
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
-        return "?"
-
-
-def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = False
-                ) -> Path | None:
-    """``cache_dir/traces-<key>/`` (``events/``, ``side/`` Parquet, ``meta.json``), keyed
-    by the inputs' paths and the SHA-256 of each local input's bytes: a file changed in
-    place — even to the same size and mtime — is another key, never a stale verdict (the
-    digest costs one read of the bytes, far less than the parse it saves). A URI is keyed
-    by its name alone."""
-    if cache_dir is None:
-        return None
-    folder = claim_cache(cache_dir, files)
-    h = hashlib.sha256()
-    h.update(b"schema-v7\n")  # the cached columns and side lines: bump when they change
-    h.update(b"careful\n" if careful else b"")
-    for f in files:
-        h.update(f"{f}\0{_digest(f)}\n".encode())
-    return folder / f"{_CACHE_PREFIX}{h.hexdigest()[:16]}"
-
-
-def _store(cached: Path, loaded: Loaded, sizes: list[list[Any]]) -> None:
-    """The load into ``cached``, whole or not at all: written into a scratch folder beside
-    it, renamed onto ``cached`` once complete (``meta.json`` last). A concurrent analysis
-    that stored the same key first keeps its copy; a copy left without ``meta.json`` (an
-    older isrlab killed while writing) is replaced."""
-    scratch = scratch_folder(cached.parent)
-    try:
-        for name, df in (("events", loaded.events), ("side", loaded.side)):
-            df.write.option("compression", "zstd").parquet(str(scratch / name))
-        (scratch / _META).write_bytes(orjson.dumps(
-            {"problems": [asdict(p) for p in loaded.problems], "traces": sizes}))
-        if cached.is_dir() and not (cached / _META).exists():
-            shutil.rmtree(cached, ignore_errors=True)
-        with contextlib.suppress(OSError):   # another analysis stored it meanwhile
-            os.rename(scratch, cached)
-    finally:
-        if scratch.exists():
-            remove_scratch(scratch)

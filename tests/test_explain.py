@@ -17,8 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cli.explain import main
 from traces.checker import check_file
-from traces.explain import RULES, explain, format_text, main, replica_logs
+from traces.explain import RULES, explain, format_text, replica_logs
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 

@@ -221,8 +221,8 @@ def test_show_explain_and_report_read_an_imported_trace(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
     from cli import report
+    from cli.explain import main as explain_main
     from cli.show import main as show_main
-    from traces.explain import main as explain_main
     out = tmp_path / "t.jsonl"
     import_logs([str(LOGS / "03-automq-kraft-controller-fencing-unclean.log"),
                  str(LOGS / "22-librdkafka948-isr-shrink-zkversion-0102.log")], str(out))

@@ -51,22 +51,18 @@ into chains, merged and ordered).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import orjson
-
-from emulator.args import Parser
 from traces.checker import EXIT_INCOMPLETE
 from traces.explain_chains import RECORD_ANOMALIES, explain
 from traces.explain_fold import MAX_RANGE, UNKNOWN, Key, replica_logs
 from traces.explain_output import Chain, Explanation, Step, format_text
 from traces.explain_rules import RULES, Rule
-from traces.reader import TraceError, iter_events
+from traces.reader import iter_events
 
 __all__ = ["EXIT_INCOMPLETE", "MAX_RANGE", "RECORD_ANOMALIES", "RULES", "UNKNOWN", "Chain",
            "ExplainError", "Explanation", "Key", "Rule", "Step", "explain",
-           "explain_with_messages", "format_text", "main", "replica_logs"]
+           "explain_with_messages", "format_text", "replica_logs"]
 
 
 class ExplainError(Exception):
@@ -100,60 +96,3 @@ def explain_with_messages(path: str, *, anomaly: str | None = None,
         ex = explain(out, anomaly=anomaly, record=record)
     ex.trace, ex.rerun = path, True
     return ex
-
-
-def _record_arg(text: str) -> tuple[Key, int]:
-    """``orders-0@1234`` -> ((orders, 0), 1234)."""
-    tp, sep, off = text.rpartition("@")
-    topic, dash, part = tp.rpartition("-")
-    if not sep or not dash or not topic or not part.isdigit() or not off.isdigit():
-        raise ValueError(f"--record: {text!r} is not TOPIC-PARTITION@OFFSET (orders-0@1234)")
-    return (topic, int(part)), int(off)
-
-
-def main(argv: list[str]) -> int:
-    """``isrlab explain TRACE [--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]``: 0, 2
-    bad input, 3 the run did not finish (chains are still printed)."""
-    from traces.schema import ANOMALIES
-    parser = Parser(
-        prog="isrlab explain",
-        description="Explain each anomaly of a trace: its causal chain and the rule at fault.")
-    parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
-    parser.add_argument("--anomaly", metavar="KIND", help="only this anomaly")
-    parser.add_argument("--record", metavar="TOPIC-P@OFFSET", help="only this record")
-    parser.add_argument("--json", action="store_true", help="one JSON object")
-    parser.add_argument("--messages", action="store_true",
-                        help="add the messages behind the steps (a trace without message "
-                             "lines is re-run with --trace-messages when it replays "
-                             "identically)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
-    if args.anomaly is not None and args.anomaly not in ANOMALIES:
-        print(f"isrlab explain: --anomaly: {args.anomaly!r} is not one of "
-              f"{', '.join(ANOMALIES)}", file=sys.stderr)
-        return 2
-    try:
-        record = _record_arg(args.record) if args.record is not None else None
-    except ValueError as exc:
-        print(f"isrlab explain: {exc}", file=sys.stderr)
-        return 2
-    try:
-        how = explain_with_messages if args.messages else explain
-        ex = how(args.trace, anomaly=args.anomaly, record=record)
-    except (TraceError, ExplainError) as exc:
-        print(f"isrlab explain: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"isrlab explain: {args.trace}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        sys.stdout.write(orjson.dumps(ex.to_json()).decode() + "\n")
-    else:
-        print(format_text(ex))
-    return EXIT_INCOMPLETE if ex.result.incomplete else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))
