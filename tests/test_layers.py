@@ -117,6 +117,8 @@ def test_the_report_is_its_own_package_and_needs_no_spark() -> None:
     for p in (ROOT / "report").glob("*.py"):
         text = p.read_text(encoding="utf-8")
         assert "pyspark" not in text and "spark_analysis" not in text, p.name
+
+
 def test_no_module_is_over_a_thousand_lines() -> None:
     """A room over a thousand lines holds more than one concept: split it along its own
     seams (issue 48: replica.py, explain.py and load.py were)."""
