@@ -49,7 +49,7 @@ from typing import Any, Final
 import orjson
 from pyspark.sql import DataFrame
 
-from emulator.args import Parser
+from cli.args import Parser
 from emulator.files import FileRefused, claim_folder, kind_of, replacing
 from spark_analysis import analyses as A
 from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load_traces

@@ -6,7 +6,7 @@ import sys
 
 import orjson
 
-from emulator.args import Parser
+from cli.args import Parser
 from traces.checker import EXIT_INCOMPLETE, check_file, file_digest, format_table
 from traces.reader import TraceError
 

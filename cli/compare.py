@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from actors.eras import BUGS, ERAS
-from emulator.args import Parser
+from cli.args import Parser
 from emulator.progress import Progress
 from faults.compare import (
     EXIT_BAD_INPUT,

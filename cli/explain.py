@@ -6,7 +6,7 @@ import sys
 
 import orjson
 
-from emulator.args import Parser
+from cli.args import Parser
 from traces.checker import EXIT_INCOMPLETE
 from traces.explain import ExplainError, explain_with_messages
 from traces.explain_chains import explain

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from emulator.args import Parser
+from cli.args import Parser
 from emulator.files import FileRefused, claim_folder
 from emulator.scenario import ScenarioError, find
 from faults.explore import STRATEGIES, Explorer

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from emulator.args import Parser
+from cli.args import Parser
 from traces.logs import kinds as K
 from traces.logs.importer import ImportError_, ImportResult, check_out, import_logs, zone
 

@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 
-from emulator.args import Parser
+from cli.args import Parser
 from emulator.scenario import catalog
 
 #: Every door: the module whose ``main(argv) -> int`` answers it, and its one-line help.

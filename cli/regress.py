@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from emulator.args import Parser
+from cli.args import Parser
 from emulator.files import FileRefused, claim_folder
 from traces.reader import TraceError
 from traces.regress import DEFAULT_DIR, INDEX, record, unknown_only, verify

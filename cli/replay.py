@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 
-from emulator.args import Parser, count, sigterm_interrupts
+from cli.args import Parser, count, sigterm_interrupts
 from emulator.files import FileRefused
 from traces.reader import TraceError
 from traces.replay import (

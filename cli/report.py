@@ -30,7 +30,7 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from emulator.args import Parser, count, sigterm_interrupts
+from cli.args import Parser, count, sigterm_interrupts
 from emulator.files import FileRefused, input_file, output_file, replacing
 from report import ReportError
 from report.trace_page import MAX_POINTS, trace_report

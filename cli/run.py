@@ -28,7 +28,7 @@ import shlex
 import sys
 from typing import Any
 
-from emulator.args import Parser, sigterm_interrupts
+from cli.args import Parser, sigterm_interrupts
 from emulator.files import FileRefused, replacing
 from emulator.scenario import SAFE_NAME, ScenarioError, find, load
 from traces.reader import TraceError
@@ -42,7 +42,7 @@ EXIT_INCOMPLETE = 3
 def _run(args: argparse.Namespace) -> int:
     """``isrlab run``: 0 met, 1 not met, 2 bad input or an output that cannot be written,
     3 incomplete (interrupted). Ctrl-C or SIGTERM at any moment is exit 3, never a
-    traceback (:func:`emulator.args.sigterm_interrupts`)."""
+    traceback (:func:`cli.args.sigterm_interrupts`)."""
     written: list[str] = []
     try:
         with sigterm_interrupts():

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 
-from emulator.args import Parser
+from cli.args import Parser
 from traces.reader import TraceError, iter_events
 from traces.show import Seen, _use_colour, _watched, parse_filter, show, unknown_names
 

@@ -2,7 +2,7 @@
 
 Layer 1, the kernel: ``scheduler`` (Trio tasks, virtual time, the canonical commit order),
 ``network``, ``rng``, ``choice`` (explore's choice points), ``digest``, ``msgtrace``, and the
-plain helpers every door shares (``files``, ``progress``, ``args``). It knows no scenario
+plain helpers the layers above share (``files``, ``progress``). It knows no scenario
 and no fault: a run it steers is handed in as a protocol (``choice.Steered``).
 Layer 2, ``scenario``: scenario files, validated, with Kafka's defaults per era.
 Layer 3, ``cluster``: a scenario's actors assembled on the kernel, its faults applied.

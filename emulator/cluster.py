@@ -800,7 +800,7 @@ def run(sc: dict[str, Any], seed: int, out: str | None, *, clock: str = "virtual
         leaves = _leaves(raised)
         exc = leaves[0]
         if isinstance(exc, KeyboardInterrupt):
-            if exc.args == ("SIGTERM",):   # emulator.args.sigterm_interrupts, outside Trio
+            if exc.args == ("SIGTERM",):   # cli.args.sigterm_interrupts, outside Trio
                 stopped_by = "SIGTERM"
             status = "aborted"
             extra = {"error_type": "KeyboardInterrupt", "error_message": "interrupted"}
