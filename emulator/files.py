@@ -120,18 +120,24 @@ def refuse_inputs(out: StrPath, inputs: Iterable[StrPath], flag: str | None) -> 
                               "to overwrite it")
 
 
+def _stat(p: Path, flag: str | None, cannot: str) -> os.stat_result | None:
+    """``p``'s status, None when nothing is there; refused (``cannot`` why) when it cannot
+    be looked at."""
+    try:
+        return p.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FileRefused(f"{_label(p, flag)}: {cannot}: {exc.strerror or exc}") from None
+
+
 def output_file(path: StrPath, flag: str | None = None, inputs: Iterable[StrPath] = ()
                 ) -> Path:
     """``path`` as a regular file to (re)write; raises :class:`FileRefused` when it is an
     input, or exists as anything but a regular file, or its folder cannot be made."""
     p = Path(path)
     refuse_inputs(p, inputs, flag)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise FileRefused(f"{_label(path, flag)}: cannot write: {exc.strerror or exc}") from None
+    st = _stat(p, flag, "cannot write")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise FileRefused(f"{_label(path, flag)}: is {kind_of(st.st_mode)}; isrlab writes "
                           "regular files only: give a file name")
@@ -250,12 +256,7 @@ def claim_folder(path: StrPath, flag: str | None, marker: str, what: str,
     of the ``inputs`` directly, is refused too: the command would write over it.
     """
     p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise FileRefused(f"{_label(path, flag)}: cannot read: {exc.strerror or exc}") from None
+    st = _stat(p, flag, "cannot read")
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise FileRefused(f"{_label(path, flag)}: is {kind_of(st.st_mode)}, not a folder")
     if st is not None:
