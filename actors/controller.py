@@ -1,7 +1,8 @@
 """The controller: broker liveness, partition leadership and the committed ISR.
 
-Modelled on KRaft's ``ReplicationControlManager`` and ``PartitionChangeBuilder``
-(KAFKA_REFERENCE 1.4, 1.5, 1.10), with ZooKeeper-era behaviour where the era asks for it:
+Modelled on KRaft's ``ReplicationControlManager`` and ``PartitionChangeBuilder``, with
+ZooKeeper-era behaviour (``KafkaController``, ``PartitionStateMachine``) where the era asks
+for it:
 
 * **Brokers** register (getting a fresh, monotonic broker epoch) and heartbeat; a broker
   that misses ``broker.session.timeout.ms`` of heartbeats, or re-registers with a new

@@ -7,11 +7,12 @@ it, role, leader and epochs, assignment and ISR, the HW, the leader's per-follow
 state — declared in one ``__init__``, and the operations both sides call: the HW update
 (traced as ``hw_update``), appends with segment rolls and flushes, ``truncateTo``,
 ``maybeIncrementLogStartOffset``, the retention pass (``UnifiedLog.deleteOldSegments``)
-and recovery from the checkpoints on start (KAFKA_REFERENCE 1.11, 1.13). With it live the
-settings a replica reads (:class:`ReplicaConfig`) and what it tells the broker's replica
-manager (:class:`FetcherHost`). It knows neither side: the leader side
-(:mod:`actors.partition`) and the follower side (:mod:`actors.fetch_state`) build on it,
-and :class:`actors.replica.Replica` combines them.
+and recovery from the checkpoints on start (Kafka's ``UnifiedLog``/``LogLoader``: log start
+offset, retention, recovery point). With it live the settings a replica reads
+(:class:`ReplicaConfig`) and what it tells the broker's replica manager
+(:class:`FetcherHost`). It knows neither side: the leader side (:mod:`actors.partition`) and
+the follower side (:mod:`actors.fetch_state`) build on it, and
+:class:`actors.replica.Replica` combines them.
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ class LocalReplica(Machine):
                       next_offset=nxt, reason="log_start_offset")
 
     def _retention(self) -> None:
-        """``UnifiedLog.deleteOldSegments`` on every replica (KAFKA_REFERENCE 1.11; 3.7.0
+        """``UnifiedLog.deleteOldSegments`` on every replica (3.7.0
         ``deletableSegments``/``deleteSegments``): walk the segments oldest first while one
         breaches a policy and lies wholly below the HW (its upper bound: the next segment's
         base, the LEO for the active one). The active segment is deletable too when it is

@@ -6,7 +6,8 @@ What is kept, per replica, on the broker's simulated disk (:class:`BrokerDisk`):
   (base offset, size in bytes, largest timestamp) — the active segment rolls at
   ``segment.bytes`` / ``segment.ms``;
 * ``recovery_point``: the flushed prefix. Everything past it lives only in the page cache:
-  a process crash keeps it, a power loss drops it (KAFKA_REFERENCE 1.13);
+  a process crash keeps it, a power loss drops it (Kafka leaves flushing to the page cache:
+  ``flush.messages``/``flush.ms`` are off by default);
 * the leader-epoch cache (``leader-epoch-checkpoint``), the HW checkpoint
   (``replication-offset-checkpoint``), the logStartOffset checkpoint and the
   clean-shutdown marker. Checkpoint files are written with fsync, so they survive power
@@ -15,7 +16,7 @@ What is kept, per replica, on the broker's simulated disk (:class:`BrokerDisk`):
 The in-memory high watermark is *not* here: it is volatile and belongs to the replica
 state machine, which writes it to the checkpoint on Kafka's schedule.
 
-``LeaderEpochCache`` follows ``LeaderEpochFileCache`` (KAFKA_REFERENCE 1.8): ``assign``
+``LeaderEpochCache`` follows Kafka's ``LeaderEpochFileCache``: ``assign``
 keeps the map monotonic, ``end_offset_for`` answers OffsetsForLeaderEpoch and the
 diverging-epoch check.
 """

@@ -1,6 +1,7 @@
 """The leader side of a partition replica: Kafka's ``kafka.cluster.Partition`` as leader.
 
-:class:`Partition` is what a replica does while it leads (KAFKA_REFERENCE 1.2-1.5, 1.9):
+:class:`Partition` is what a replica does while it leads (Kafka's ``Partition``, with
+``appendRecordsToLeader``'s min.insync.replicas check):
 ``makeLeader`` and resigning, the leader HW (``maybeIncrementLeaderHW``), ISR shrink on
 the ``isr-expiration`` check and expansion on a follower's fetch, the one AlterPartition
 in flight and what its errors mean (``AlterPartitionManager``), and its answers to
@@ -86,7 +87,7 @@ class Partition(LocalReplica):
 
     # -- leader HW -------------------------------------------------------------------------
     def _maybe_increment_leader_hw(self, reason: str) -> bool:
-        """``Partition.maybeIncrementLeaderHW`` for the era's rule (KAFKA_REFERENCE 1.2)."""
+        """``Partition.maybeIncrementLeaderHW`` for the era's rule."""
         rules = self.rules
         if rules.strict_min_isr and len(self.isr) < self.effective_min_isr():
             return False

@@ -6,9 +6,10 @@ leader's LEO then, when it was last caught up, the broker epoch it fetched with 
 on every follower fetch (``Replica.updateFetchStateOrThrow``, which raises
 :class:`StaleFetch` for an older incarnation) and reset on ``makeLeader``
 (``resetReplicaState``); the leader HW, ISR shrink and ISR expansion of
-:class:`actors.partition.Partition` (KAFKA_REFERENCE 1.2-1.5) are read from it. It is a
-plain value with no machine behind it and imports nothing of the replica, so the state
-base (:mod:`actors.local_replica`) and both sides of a replica can use it.
+:class:`actors.partition.Partition` (``Partition.maybeIncrementLeaderHW``,
+``maybeShrinkIsr``, ``maybeExpandIsr``) are read from it. It is a plain value with no
+machine behind it and imports nothing of the replica, so the state base
+(:mod:`actors.local_replica`) and both sides of a replica can use it.
 """
 
 from __future__ import annotations

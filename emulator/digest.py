@@ -131,6 +131,7 @@ class _Id:
         self.v = v
 
     def __repr__(self) -> str:   # sorts as the value does (sets, dict keys)
+        # nondeterminism-ok: v is a renumbered position (renumber), not an address
         return f"id({self.v:+021d})"
 
 
@@ -151,6 +152,7 @@ class _Walker:
     def __init__(self, now_us: int) -> None:
         self.now_us = now_us
         self._ids: set[int] = set()
+        # nondeterminism-ok: membership only, never ordered nor digested
         self._active: set[int] = set()   # id() of objects being walked (cycles)
 
     def rel_us(self, t: int) -> int:
@@ -208,7 +210,7 @@ class _Walker:
         return self._object(v)
 
     def _object(self, v: Any) -> Any:
-        key = id(v)
+        key = id(v)   # nondeterminism-ok: a cycle guard (membership), never digested
         if key in self._active:
             return ("cycle", type(v).__name__)
         self._active.add(key)

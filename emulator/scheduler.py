@@ -204,6 +204,7 @@ class Scheduler:
         node.machines = {}
         node.inboxes = {}
         for entry in node.held:
+            # nondeterminism-ok: identity lookup of a held entry; never ordered or traced
             self._held_ids.pop(id(entry), None)
         node.held = []
         node.power_off = power_loss
@@ -282,7 +283,7 @@ class Scheduler:
         held, node.held = node.held, []
         for entry in held:
             seq = self._push(self.now, DELIVER, entry[1], entry[2], entry[3], entry[4])
-            mid = self._held_ids.pop(id(entry), None)
+            mid = self._held_ids.pop(id(entry), None)   # nondeterminism-ok: identity lookup
             if mid is not None:
                 self._msg_ids[seq] = mid
 
@@ -508,6 +509,7 @@ class Scheduler:
                 if node.state == "paused":
                     node.held.append(entry)
                     if tracing and seqs[i] in self._msg_ids:
+                        # nondeterminism-ok: keyed by identity, looked up, never iterated
                         self._held_ids[id(entry)] = self._msg_ids.pop(seqs[i])
                     continue
                 inbox = node.inboxes.get(dst[1])

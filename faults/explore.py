@@ -330,6 +330,7 @@ def run_unit(unit: Unit, progress: Callable[[UnitResult], None] | None = None
     prefix: list[int] | None = list(unit.root)
     while prefix is not None:
         if ((unit.max_executions and r.executions >= unit.max_executions)
+                # nondeterminism-ok: the wall-clock budget only ends the search early
                 or (unit.deadline and time.monotonic() >= unit.deadline)
                 or (unit.stop_when_found and unit.expected
                     and all(k in r.witnesses for k in unit.expected))):
@@ -422,6 +423,7 @@ class Explorer:
         s = self.summary
         if self.max_executions and s.executions >= self.max_executions:
             return True
+        # nondeterminism-ok: --budget 600s bounds the search, it never reaches a trace
         return bool(self.max_seconds) and time.monotonic() - self._t0 >= self.max_seconds
 
     def _expected_found(self) -> bool:
@@ -448,10 +450,11 @@ class Explorer:
     # -- strategies -------------------------------------------------------------------------
     def explore(self) -> Summary:
         """Search; an interrupt (KeyboardInterrupt) leaves what was found in ``summary``."""
-        self._t0 = time.monotonic()
+        self._t0 = time.monotonic()   # nondeterminism-ok: the budget's start, reported only
         try:
             self._explore()
         finally:
+            # nondeterminism-ok: the summary's seconds, never in a trace
             self.summary.seconds = time.monotonic() - self._t0
             if self.progress is not None and self.progress.isatty():
                 self.progress.write("\n")
