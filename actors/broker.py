@@ -33,6 +33,7 @@ from actors.fetcher import REPLICA_MANAGER
 from actors.log import BrokerDisk
 from actors.messages import (
     BrokerHeartbeat,
+    BrokerHeartbeatResponse,
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
@@ -53,7 +54,7 @@ CONTROLLER: Address = ("controller", "controller")
 class Broker(Machine):
     def __init__(self, node: str, broker_id: int, disk: BrokerDisk, *, incarnation: int,
                  hosted: tuple[tuple[str, int], ...] | list[tuple[str, int]],
-                 heartbeat_interval_ms: int,
+                 heartbeat_interval_ms: int, heartbeat_timeout_ms: int = 4500,
                  registration_retry_ms: int = 1000) -> None:
         super().__init__(node, "broker")
         self.broker_id = broker_id
@@ -62,6 +63,13 @@ class Broker(Machine):
         #: the partitions this broker is a replica of (its replica manager hosts them)
         self.hosted = set(hosted)
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        #: how long a heartbeat may go unanswered before the broker closes its connection to
+        #: the controller and opens a new one: half the session, as KRaft's heartbeat
+        #: channel is configured (``BrokerServer``, KAFKA-14392; the ZooKeeper client's
+        #: read timeout, two thirds of its session, plays that part in the older eras)
+        self.heartbeat_timeout_ms = heartbeat_timeout_ms
+        #: when the oldest heartbeat still unanswered was sent (-1: none)
+        self._heartbeat_unanswered_us = -1
         self.registration_retry_ms = registration_retry_ms
         self.broker_epoch = -1
         self.controller_epoch = -1
@@ -137,7 +145,11 @@ class Broker(Machine):
             self.broker_states = msg.brokers
             for tp in sorted(self.hosted):
                 self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
+        elif t is BrokerHeartbeatResponse:
+            if msg.broker_epoch == self.broker_epoch:
+                self._heartbeat_unanswered_us = -1
         elif t is BrokerRegistrationResponse:
+            self._heartbeat_unanswered_us = -1
             if msg.broker_epoch < 0:
                 self.broker_epoch = -1
                 self._register()
@@ -149,6 +161,15 @@ class Broker(Machine):
         elif t is Tick:
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
+                    waited = self.now_us - self._heartbeat_unanswered_us
+                    if (self._heartbeat_unanswered_us >= 0
+                            and waited >= self.heartbeat_timeout_ms * 1000):
+                        self.emit("request_failed", peer=CONTROLLER[0],
+                                  request="BrokerHeartbeat", reason="timeout")
+                        self.disconnect(CONTROLLER[0])
+                        self._heartbeat_unanswered_us = -1
+                    if self._heartbeat_unanswered_us < 0:
+                        self._heartbeat_unanswered_us = self.now_us
                     self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
                                                               self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))

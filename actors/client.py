@@ -176,9 +176,15 @@ class Client(Machine):
             return True
         if type(msg) is Tick and msg.kind == "metadata_timeout":
             if msg.token == self._metadata_corr:
-                self._metadata_corr = -1
-                self._last_refresh_us = self.now_us   # Metadata.failedUpdate
-                self.refresh_metadata()
+                # NetworkClient.handleTimedOutRequests: the connection to that broker is
+                # closed; its requests in flight fail, the metadata request among them
+                peer = f"broker-{self._metadata_broker}"
+                self.disconnect(peer)
+                self.connection_reset(peer)
+                if self._metadata_corr == msg.token:   # a subclass kept it: fail it here
+                    self._metadata_corr = -1
+                    self._last_refresh_us = self.now_us   # Metadata.failedUpdate
+                    self.refresh_metadata()
             return True
         if type(msg) is Tick and msg.kind == "metadata_retry":
             self.refresh_metadata()

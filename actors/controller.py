@@ -65,6 +65,7 @@ from actors.messages import (
     AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
     BrokerHeartbeat,
+    BrokerHeartbeatResponse,
     BrokerRegistration,
     BrokerRegistrationResponse,
     BrokerStates,
@@ -208,6 +209,7 @@ class Controller(Machine):
                 self.send(src, BrokerRegistrationResponse(msg.broker, -1,
                                                           self.store.controller_epoch))
                 return
+            self.send(src, BrokerHeartbeatResponse(msg.broker, msg.broker_epoch))
             if rec.shutting_down:
                 return   # stopping: its heartbeats neither unfence it nor keep its session
             self.last_heartbeat[msg.broker] = self.now_ms

@@ -9,7 +9,9 @@ takes the effects the machine queued with :meth:`Machine.drain`:
 * ``Timer(delay_us, msg, handle)`` — a message to itself after a delay; timers go through the
   same ordered scheduler as network messages, never through Trio's deadline heap;
 * ``CancelTimer(handle)`` — the timer with that handle will not be delivered;
-* ``Emit(event, fields)`` — a trace event (the runtime adds ``ts_us``, node and actor).
+* ``Emit(event, fields)`` — a trace event (the runtime adds ``ts_us``, node and actor);
+* ``Disconnect(peer)`` — close this actor's connections to node ``peer`` (a request to it
+  timed out): what they still hold is discarded, and the next message opens a new one.
 
 A machine that no longer wants a timer ignores it when it fires (a token in the timer
 message, as Kafka's purgatory does with stale delayed operations), so every decision stays a
@@ -71,7 +73,12 @@ class Emit:
     fields: dict[str, Any]
 
 
-Effect = Send | Timer | CancelTimer | Emit
+@value
+class Disconnect:
+    peer: str
+
+
+Effect = Send | Timer | CancelTimer | Emit | Disconnect
 
 US_PER_MS: Final = 1000
 
@@ -137,6 +144,15 @@ class Machine:
 
     def emit(self, event: str, **fields: Any) -> None:
         self._out.append(Emit(event, fields))
+
+    def disconnect(self, peer: str) -> None:
+        """Close this actor's connections to node ``peer``, as Kafka's ``NetworkClient``
+        does when a request to it times out (``handleTimedOutRequests`` →
+        ``processTimeoutDisconnection``; the replica fetcher's ``ReplicaFetcherBlockingSend``
+        closes its connection on any failure): requests and answers the connections still
+        hold are discarded, and the next message to ``peer`` opens a new connection."""
+        if peer != self.node:
+            self._out.append(Disconnect(peer))
 
     def drain(self) -> list[Effect]:
         out = self._out

@@ -247,6 +247,8 @@ class ReplicaFetcherThread(Machine):
                                            for p in msg.parts])
         elif t is Tick:
             if msg.kind == "request_timeout" and msg.token == self._in_flight:
+                # ReplicaFetcherBlockingSend.sendRequest closes the connection on failure
+                self.disconnect(f"broker-{self.leader}")
                 self._failed("timeout")
             elif msg.kind == "fetch_backoff" and msg.token == self._delay_token:
                 self.pump()

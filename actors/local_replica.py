@@ -133,6 +133,8 @@ class LocalReplica(Machine):
         self._fetch_gen = 0              # bumps on every role change: stale timers ignored
         self._highest_epoch_seen = -1
         self._alter_token = -1
+        #: the token of the no-answer timer of the AlterPartition in flight (-1: none)
+        self._alter_sent_token = -1
         self._leader_hw_seen = (-1, 0)
         #: the broker's replica manager when the replica runs in one (the cluster); None
         #: when it runs alone (the conformance harness): then it fetches by itself, one

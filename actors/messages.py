@@ -75,6 +75,15 @@ class BrokerHeartbeat:
     metadata_crc: int        # checksum of the broker's metadata view (see metadata_view_crc)
 
 
+@message(51)
+class BrokerHeartbeatResponse:
+    """The controller's answer to a heartbeat (KRaft ``BrokerHeartbeatResponse``; in the
+    ZooKeeper eras, the answer to the session's ping)."""
+
+    broker: int
+    broker_epoch: int
+
+
 @message(4)
 class PartitionState:
     """LeaderAndIsr / metadata update for one partition (KRaft PartitionRegistration)."""

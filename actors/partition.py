@@ -208,7 +208,7 @@ class Partition(LocalReplica):
             self.topic, self.partition, self.broker_id, self.leader_epoch, own_epoch,
             members, self.partition_epoch))
         # AlterPartitionManager retries a request the controller never answered
-        self._alter_token = self._next_token()
+        self._alter_token = self._alter_sent_token = self._next_token()
         self.timer(self.cfg.replica_socket_timeout_ms,
                    Tick("alter_partition_timeout", self._alter_token, self._fetch_gen))
 

@@ -360,7 +360,14 @@ class Producer(Client):
                 self._drain()
             elif k == "request_timeout":
                 self.request_timers.pop(msg.token, None)
+                entry = self.inflight.get(msg.token)
                 self._complete(msg.token, "REQUEST_TIMED_OUT", -1)
+                if entry is not None:
+                    # NetworkClient.handleTimedOutRequests: the connection is closed, and
+                    # every other request in flight on it fails as disconnected
+                    peer = f"broker-{entry[1]}"
+                    self.disconnect(peer)
+                    self.connection_reset(peer)
 
     def connection_reset(self, peer: str) -> None:
         """Every produce request in flight to ``peer`` fails with NETWORK_EXCEPTION now

@@ -291,6 +291,7 @@ class Replica(Partition, PartitionFetchState):
         elif k == "fetch_timeout":
             if t.token == self._outstanding and t.arg == self._fetch_gen:
                 self._outstanding = -1
+                self.disconnect(self._addr(self.leader)[0])   # as the fetcher thread does
                 if self._outstanding_is_epoch:
                     # the truncation is still to do: ask again (the partition stays in the
                     # fetcher's truncating state; fetching from its LEO would keep a
@@ -310,6 +311,10 @@ class Replica(Partition, PartitionFetchState):
         elif k == "alter_partition_timeout":
             if (t.token == self._alter_token and t.arg == self._fetch_gen
                     and self.role == "leader" and self.pending_isr is not None):
+                if t.token == self._alter_sent_token:
+                    # unanswered: the controller channel's request timed out and its
+                    # connection is closed (NodeToControllerChannelManager)
+                    self.disconnect(CONTROLLER[0])
                 proposed = self.pending_isr
                 kind = "shrink" if len(proposed) < len(self.isr) else "expand"
                 self._propose_isr(proposed, kind)

@@ -65,7 +65,7 @@ PRUNE: Final = -1
 #: the fault kinds a candidate fault may name, and the revert each one has
 FAULT_REVERT: Final = {"crash": "restart", "power_loss": "restart", "shutdown": "restart",
                        "pause": "resume", "isolate": "heal", "partition": "heal",
-                       "cut": "heal"}
+                       "cut": "heal", "partition_reject": "heal"}
 
 
 class ChoiceError(ValueError):

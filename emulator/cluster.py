@@ -58,6 +58,7 @@ from emulator.network import DelayDist, Network
 from emulator.rng import RngTree
 from emulator.scenario import consumer_node, producer_node
 from emulator.scheduler import Node, Scheduler
+from emulator.tcp import tcp_config
 from faults.nemesis import generate
 from faults.plan import start_fault
 from traces.writer import TraceWriter
@@ -96,7 +97,8 @@ class Cluster:
         self.rules = rules_for(sc["protocol"], tuple(sc["bugs"]), tuple(sc["fixes"]))
         net = sc["network"]
         self.network = Network(self.rng.child("network"), DelayDist(**net["delay"]),
-                               drop_rate=net["drop_rate"], corrupt_rate=net["corrupt_rate"])
+                               drop_rate=net["drop_rate"], corrupt_rate=net["corrupt_rate"],
+                               tcp=tcp_config(net, sc["protocol"]))
         self.sched = Scheduler(self.network, writer, clock=clock,
                                trace_messages=trace_messages)
         self.writer = writer
@@ -240,7 +242,8 @@ class Cluster:
                 clean = disk.clean_shutdown
                 machines: list[Machine] = [Broker(
                     node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
-                    heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"])]
+                    heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"],
+                    heartbeat_timeout_ms=cl["broker.session.timeout.ms"] // 2)]
                 replicas = [Replica(node.name, b, disk.logs.get(tp) or PartitionLog(*tp), rules,
                                     self._replica_cfg(self.topic_cfg[tp[0]]),
                                     clean_start=clean or node.incarnation == 1,
@@ -491,6 +494,12 @@ class Cluster:
 
     def heal(self, src: str, dst: str) -> None:
         self.network.heal(src, dst)
+
+    def reject(self, src: str, dst: str) -> None:
+        self.network.reject(src, dst)
+
+    def unreject(self, src: str, dst: str) -> None:
+        self.network.unreject(src, dst)
 
     def heal_all(self) -> None:
         self.network.heal_all()

@@ -16,8 +16,9 @@ and should merge states that differ only in how they were labelled. It covers:
 * every node's disk (logs, checkpoints, page cache, the clean-shutdown marker);
 * every scheduler entry — frames in flight (decoded), timers, control entries — with its
   due time relative to now, in (time, commit) order;
-* the network's cut links, delay spikes, loss rates, per-link FIFO floors (relative) and
-  the state of its random stream;
+* the network's cut and rejecting links, delay spikes, loss rates, per-link FIFO floors
+  (relative), round-trip estimates, its connections' retransmission state and the frames
+  they hold (decoded), and the state of its random stream;
 * the checker's view of the history so far (:class:`History`): which records were acked
   and consumed at which offsets, and the highest HW each replica and each reader has seen —
   a lost acked write is a fact of the history, not of the state, so two runs that reach the
@@ -58,7 +59,7 @@ from typing import Any, Final
 from actors.core import Machine
 from actors.wire import FrameError, decode
 from emulator.network import Network
-from emulator.scheduler import SEQ_BITS, SEQ_MASK, Scheduler
+from emulator.scheduler import DELIVER, SEQ_BITS, SEQ_MASK, Scheduler
 
 _SKIP: Final = frozenset({"now_us", "_out", "touched", "task", "node", "name", "address",
                           "rules", "cfg", "factory", "host"})
@@ -105,10 +106,9 @@ def cluster_digest(sched: Scheduler, net: Network, phase: str, history: History)
     for key in sorted(sched._heap):
         entry = sched._entries[key & SEQ_MASK]
         entries.append((walker.rel_us(key >> SEQ_BITS), walker.entry(entry)))
-    network = (sorted(net._cut.items()), sorted(net._extra_us.items()),
-               sorted(net._link_drop.items()),
-               sorted((k, walker.rel_us(v)) for k, v in net._last_at.items()),
-               _rng(net._rng))
+    held = sorted((k, tuple(walker.entry((DELIVER, *h, 0)) for h in s.held or ()))
+                  for k, s in net._streams.items())
+    network = (net.state(walker.rel_us), held, _rng(net._rng))
     hist = (sorted(history.acked, key=repr), sorted(history.consumed, key=repr),
             sorted(history.hw_seen.items(), key=repr))
     state = (sched.now, phase, nodes, entries, network, hist)

@@ -28,6 +28,7 @@ from typing import Any
 from actors.eras import BUGS, ERAS, FIXES, rules_for
 from actors.group import ASSIGNORS
 from emulator.files import FileRefused, input_file
+from emulator.tcp import tcp_config
 from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 #: a scenario name that can be a folder under out/ (no path separators, no ".."): the
@@ -183,6 +184,14 @@ NETWORK: dict[str, Key] = {
     "delay": Key((dict,), {"dist": "uniform", "low_ms": 0.2, "high_ms": 2.0}),
     "drop_rate": Key(NUM, 0.0, _rate),
     "corrupt_rate": Key(NUM, 0.0, _rate),
+    # TCP (emulator.tcp): Linux's defaults
+    "tcp_rto_min_ms": Key(NUM, 200.0, _pos),
+    "tcp_rto_max_ms": Key(NUM, 120_000.0, _pos),
+    "tcp_retries2": Key(INT, 15, _between(1, 30, "retransmissions before a break")),
+    "tcp_syn_retries": Key(INT, 6, _between(1, 30, "SYN retransmissions")),
+    # KIP-601 (2.7+: 10 s doubling to 30 s; none before: the era's default; 0: off)
+    "socket.connection.setup.timeout.ms": Key(NUM, None, _nonneg),
+    "socket.connection.setup.timeout.max.ms": Key(NUM, 30_000.0, _nonneg),
 }
 DELAY: dict[str, Key] = {
     "dist": Key(STR, "uniform", _one_of("constant", "uniform", "exponential", "lognormal")),
@@ -373,7 +382,8 @@ def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
             out[key] = v
         elif k.default is not None or key in ("replica.lag.time.max.ms",
                                                "offsets.topic.replication.factor",
-                                               "unclean.leader.election.enable", "forbid"):
+                                               "unclean.leader.election.enable", "forbid",
+                                               "socket.connection.setup.timeout.ms"):
             out[key] = copy.deepcopy(k.default)
         else:
             raise src.error(path, "is required")
@@ -451,6 +461,11 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     net["delay"] = _check_table(src, "network.delay", net["delay"], DELAY)
     if net["delay"]["low_ms"] > net["delay"]["high_ms"]:
         raise src.error("network.delay.low_ms", "must not exceed high_ms")
+    if net["tcp_rto_min_ms"] > net["tcp_rto_max_ms"]:
+        raise src.error("network.tcp_rto_min_ms", "must not exceed tcp_rto_max_ms")
+    if net["socket.connection.setup.timeout.ms"] is None:   # KIP-601: 2.7 and later
+        net["socket.connection.setup.timeout.ms"] = tcp_config(net, sc["protocol"]
+                                                               ).setup_timeout_ms
     sc["network"] = net
 
     for section in ("producers", "consumers", "admin"):

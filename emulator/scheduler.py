@@ -40,12 +40,13 @@ from typing import Any, Final, Protocol
 
 import trio
 
-from actors.core import CancelTimer, Emit, Machine, Send, Timer
+from actors.core import CancelTimer, Disconnect, Emit, Machine, Send, Timer
 from actors.messages import ConnectionReset
 from actors.wire import Codec, FrameError, decode
 from emulator.choice import Driver
 from emulator.msgtrace import describe
-from emulator.network import Network
+from emulator.network import HELD, REJECT, Network
+from emulator.tcp import Held, Stream
 from traces.writer import TraceWriter
 
 DELIVER: Final = 0
@@ -63,7 +64,7 @@ SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 # and the machine it is for).
 Inbound = tuple[int, tuple[str, str], Any, Machine]
 # Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, msg,
-# handle) | ("c", handle, None) | Emit
+# handle) | ("c", handle, None) | ("d", peer, None) | Emit
 Outbound = tuple[str, Any, Any] | tuple[str, Any, Any, int] | Emit
 
 
@@ -125,6 +126,9 @@ class Scheduler:
         self._msg_count = 0
         self._msg_ids: dict[int, int] = {}
         self._held_ids: dict[int, int] = {}
+        #: message tracing: the id of each frame a TCP connection holds, by the frame's
+        #: identity (the network keeps the very bytes object until it delivers or drops it)
+        self._tcp_ids: dict[int, int] = {}
         #: the choice points of an explored run (emulator.choice.Driver), or None
         self.chooser: Driver | None = None
 
@@ -227,6 +231,8 @@ class Scheduler:
                 _, dst, src, frame, _h = entries.pop(key & SEQ_MASK)
                 self._msg_ids.pop(key & SEQ_MASK, None)
                 self._drop(src, dst, frame, "node_down")
+        for dst, src, frame in self.network.forget_node(name):
+            self._drop(src, dst, frame, "node_down")
         if not power_loss:
             self._reset_connections(name)
 
@@ -249,13 +255,57 @@ class Scheduler:
 
     def _send_reset(self, dead: str, peer: str, actors: list[str]) -> None:
         """One ``ConnectionReset`` for ``dead`` over the link to ``peer`` (one delay drawn),
-        delivered to each of ``actors`` there; nothing when the link drops it."""
-        fate = self.network.transmit(self.now, dead, peer,
-                                     self._system_codec.encode(ConnectionReset(dead)))
-        if isinstance(fate, str):
+        delivered to each of ``actors`` there; nothing when the link loses it."""
+        at = self.network.transmit_reset(self.now, dead, peer)
+        if at is None:
             return
+        frame = self._system_codec.encode(ConnectionReset(dead))
         for actor in actors:
-            self._push(fate[0], DELIVER, (peer, actor), (dead, TCP), fate[1])
+            self._push(at, DELIVER, (peer, actor), (dead, TCP), frame)
+
+    def _reset_actor(self, actor: tuple[str, str], peer: str, delay_us: int = 0) -> None:
+        """``actor``'s own kernel tells it that its connection to ``peer`` failed (a reset
+        answered, a connect or the retransmissions given up): a ``ConnectionReset`` that
+        never crosses the network."""
+        node = self.nodes.get(actor[0])
+        if node is None or node.state == "down":
+            return
+        # from its own node's kernel: the reset names the peer, and crosses no link
+        self._push(self.now + delay_us, DELIVER, actor, (actor[0], TCP),
+                   self._system_codec.encode(ConnectionReset(peer)))
+
+    # -- TCP: retransmission timers, notes, closes -------------------------------------------
+    def _network_io(self) -> None:
+        """Arm the retransmission timers the network asked for; trace its notes."""
+        net = self.network
+        if net.timers:
+            timers, net.timers = net.timers, []
+            for stream in timers:
+                self.at(stream.timer_us, self._retransmitter(stream))
+        if net.notes:
+            notes, net.notes = net.notes, []
+            for event, (node, actor), fields in notes:
+                self.writer.emit(self.now, node, actor, event, fields)
+
+    def _retransmitter(self, stream: Stream) -> Callable[[], None]:
+        def fire() -> None:
+            outcome, deliveries, discarded = self.network.retransmit(self.now, stream)
+            for at, dst, src, frame in deliveries:
+                seq = self._push(at, DELIVER, dst, src, frame)
+                if self._tcp_ids:
+                    mid = self._tcp_ids.pop(id(frame), None)   # nondeterminism-ok: lookup
+                    if mid is not None:
+                        self._msg_ids[seq] = mid
+            if discarded or outcome not in ("wait", "release", "stale"):
+                self._discard(discarded, outcome)
+                self._reset_actor(stream.src, stream.dst[0])
+            self._network_io()
+        return fire
+
+    def _discard(self, held: list[Held], reason: str) -> None:
+        for dst, src, frame in held:
+            self._tcp_ids.pop(id(frame), None)   # nondeterminism-ok: identity lookup
+            self._drop(src, dst, frame, reason)
 
     def inject(self, dst: tuple[str, str], msg: Any) -> None:
         """Deliver ``msg`` to actor ``dst`` now, from the runtime of its own node (a fault
@@ -355,6 +405,8 @@ class Scheduler:
                 out.append(("t", e.delay_us, e.msg, e.handle))
             elif type(e) is CancelTimer:
                 out.append(("c", e.handle, None))
+            elif type(e) is Disconnect:
+                out.append(("d", e.peer, None))
             else:
                 out.append(e)
         return out
@@ -366,16 +418,31 @@ class Scheduler:
                 self.writer.emit(now, m.node, m.name, e.event, e.fields)
             elif e[0] == "s":  # type: ignore[index]
                 _, dst, frame = e  # type: ignore[misc]
-                fate = self.network.transmit(now, m.node, dst[0], frame)
+                net = self.network
+                fate = net.send(now, m.address, dst, frame)
                 mid = self._trace_send(m, dst, frame, fate) if self.trace_messages else 0
                 if isinstance(fate, str):
-                    self.writer.emit(now, m.node, m.name, "msg_drop", {
-                        "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
-                        "msg": _msg_name(frame), "reason": fate, **_msg_detail(frame)})
+                    if fate != HELD:
+                        self.writer.emit(now, m.node, m.name, "msg_drop", {
+                            "src": f"{m.node}/{m.name}", "dst": f"{dst[0]}/{dst[1]}",
+                            "msg": _msg_name(frame), "reason": fate, **_msg_detail(frame)})
+                        # a reset answers within a round trip; a broken connection at once
+                        self._reset_actor(m.address, dst[0], net.rtt_us((m.node, dst[0]))
+                                          if fate == REJECT else 0)
                 else:
                     seq = self._push(fate[0], DELIVER, dst, m.address, fate[1])
                     if mid:
                         self._msg_ids[seq] = mid
+                if mid and fate == HELD:
+                    self._tcp_ids[id(frame)] = mid   # nondeterminism-ok: identity lookup
+                if net.timers or net.notes:
+                    self._network_io()
+            elif e[0] == "d":  # type: ignore[index]
+                peer = e[1]  # type: ignore[index]
+                discarded = self.network.close(m.address, peer)
+                self.writer.emit(now, m.node, m.name, "connection_close",
+                                 {"peer": peer, "discarded": len(discarded)})
+                self._discard(discarded, "connection_closed")
             elif e[0] == "t":  # type: ignore[index]
                 _, delay, frame, handle = e  # type: ignore[misc]
                 self._push(now + delay, DELIVER, m.address, m.address, frame, handle)
@@ -501,11 +568,23 @@ class Scheduler:
                     if node is not None and not node.power_off:
                         self._refuse(dst[0], src)
                     continue
-                if src[0] != dst[0] and network.is_cut(src[0], dst[0]):
-                    if tracing:
-                        self._msg_ids.pop(seqs[i], None)
-                    self._drop(src, dst, frame, "partition")
-                    continue
+                if network.faulty and src[0] != dst[0]:
+                    fate = (("partition" if network.is_cut(src[0], dst[0]) else None)
+                            if src[1] == TCP else network.arrive(self.now, dst, src, frame))
+                    if fate is not None:
+                        if tracing:
+                            mid = self._msg_ids.pop(seqs[i], None)
+                            if mid is not None and fate == HELD:
+                                # nondeterminism-ok: keyed by identity, looked up only
+                                self._tcp_ids[id(frame)] = mid
+                        if fate == HELD:
+                            self._network_io()
+                        else:   # a reset is never retransmitted; a reject answers one
+                            self._drop(src, dst, frame, fate)
+                            if fate == REJECT:
+                                self._reset_actor(src, dst[0],
+                                                  network.rtt_us((dst[0], src[0])))
+                        continue
                 if node.state == "paused":
                     node.held.append(entry)
                     if tracing and seqs[i] in self._msg_ids:

@@ -16,9 +16,12 @@ show no anomaly. Without the budget anything goes.
 
 Kinds beyond Jepsen's (appended; the draws of the older kinds are unchanged):
 ``pause_controller`` and ``delay_controller`` stall or slow the metadata quorum (an
-AlterPartition in flight waits); ``cut`` drops one direction of a random broker pair;
-``cut_leader`` drops the frames from the current leader of a random partition to one of
-its followers (its fetches still arrive: the leader counts them, its answers are lost);
+AlterPartition in flight waits); ``cut`` cuts one direction of a random broker pair;
+``cut_leader`` cuts the link from the current leader of a random partition to one of
+its followers (its fetches still arrive: the leader counts them, its answers wait for the
+heal; every cut is silent, as iptables DROP is, and TCP retransmits what it holds);
+``partition_reject`` is ``partition`` with iptables REJECT: frames across are answered
+with resets, so requests fail at once instead of waiting;
 ``deafen`` cuts every link from the other brokers to a random broker (one way only);
 ``power_outage`` takes power from every broker at once, each returning after its own delay;
 ``split`` is Jepsen's random halves over every node, the controller and clients included,
@@ -107,6 +110,10 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
         elif kind == "partition":
             side = sorted(rng.sample(brokers, max(1, len(brokers) // 2)))
             entry = {"at_s": at, "fault": "partition", "target": side, "duration_s": dur}
+        elif kind == "partition_reject":
+            side = sorted(rng.sample(brokers, max(1, len(brokers) // 2)))
+            entry = {"at_s": at, "fault": "partition_reject", "target": side,
+                     "duration_s": dur}
         elif kind == "isolate":
             entry = {"at_s": at, "fault": "isolate", "target": node, "duration_s": dur}
         elif kind == "isolate_leader":

@@ -36,9 +36,14 @@ Kinds (after Jepsen's nemeses):
 * ``pause``: stop-the-world;
 * ``isolate``: cut the target nodes from every other node, both ways; ``partition``: the
   target nodes form one side, every other node the other; ``cut``: one direction only,
-  ``target = [src, dst]``;
-* ``delay``: extra one-way delay on every link of the target; ``drop``: a loss rate on
-  every link of the target;
+  ``target = [src, dst]``. A cut is silent, as iptables DROP is: TCP retransmits what it
+  holds, and delivers it at the first retransmission after the heal;
+  ``partition_reject``: the sides of ``partition``, but every frame across is answered
+  with a TCP reset (iptables REJECT ``--reject-with tcp-reset``): requests fail within a
+  round trip;
+* ``delay``: extra one-way delay on every link of the target; ``drop``: packet loss at a
+  rate on every link of the target (each lost segment is retransmitted: frames arrive
+  late, never lost);
 * ``stall_fetcher``: replica fetcher threads of the target broker stop working (a thread
   stuck on a lock, a slow disk, a long GC pause of one thread): every partition they carry
   stops fetching, so the leader drops from the ISR those that are being written to;
@@ -74,6 +79,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition", "cut",
+               "partition_reject",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
                "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign",
                "add_broker", "decommission", "create_topic", "add_partitions")
@@ -86,7 +92,8 @@ NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "p
            "isolate", "isolate_leader", "bridge", "delay", "drop", "kill_controller",
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
-           "controlled_shutdown", "reassign", "add_broker", "decommission", "add_partitions")
+           "controlled_shutdown", "reassign", "add_broker", "decommission", "add_partitions",
+           "partition_reject")
 
 
 class World(Protocol):
@@ -106,6 +113,8 @@ class World(Protocol):
     def resume(self, node: str) -> None: ...
     def cut(self, src: str, dst: str) -> None: ...
     def heal(self, src: str, dst: str) -> None: ...
+    def reject(self, src: str, dst: str) -> None: ...
+    def unreject(self, src: str, dst: str) -> None: ...
     def heal_all(self) -> None: ...
     def set_extra_delay(self, src: str, dst: str, extra_ms: float) -> None: ...
     def set_link_drop(self, src: str, dst: str, rate: float) -> None: ...
@@ -232,6 +241,13 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         def stop() -> None:
             for a, b in links:
                 world.heal(a, b)
+    elif kind == "partition_reject":
+        rejected = _links(world, nodes)
+        for a, b in rejected:
+            world.reject(a, b)
+        def stop() -> None:
+            for a, b in rejected:
+                world.unreject(a, b)
     elif kind == "cut":
         pairs = [(nodes[0], nodes[1])] if len(nodes) == 2 else []
         for a, b in pairs:

@@ -12,8 +12,10 @@ Design notes.
 * Honesty. The space-time diagram is built only from traced events; the trace does not log
   delivered messages, so each arrow joins two traced events the protocol links causally
   (a send and the leader's append, the append and a follower's LEO move, ...). Drops
-  (``msg_drop``) are the only messages traced as such and are drawn as broken arrows. The
-  caption says so.
+  (``msg_drop``) are the only messages traced as such and are drawn as broken arrows;
+  frames a TCP connection held through a cut (``tcp_stall`` to ``tcp_resume``, or to the
+  ``connection_failed``/``connection_close`` that discarded them) are dotted arrows from
+  the stall to the delivery, so a late request shows why it was late. The caption says so.
 * Pure functions of the collected data: no I/O here, deterministic output for a trace.
 """
 
@@ -34,7 +36,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
            "#17becf")
 FAULT_COLORS = {"crash": "#d62728", "power_loss": "#8c1a1a", "pause": "#ff7f0e",
                 "isolate": "#9467bd", "partition": "#9467bd", "cut": "#9467bd",
-                "delay": "#bcbd22", "drop": "#17becf"}
+                "delay": "#bcbd22", "drop": "#17becf", "partition_reject": "#9467bd"}
 FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
 
 
@@ -303,6 +305,9 @@ class SpaceTime:
     arrows: list[tuple[int, str, int, str, str, str]] = field(default_factory=list)
     #: (ts_us, src, dst, label) for msg_drop
     drops: list[tuple[int, str, str, str]] = field(default_factory=list)
+    #: (stall_us, src, end_us, dst, label): a connection held by TCP from its stall to its
+    #: resumption (or its failure)
+    held: list[tuple[int, str, int, str, str]] = field(default_factory=list)
     #: (ts_us, lane, symbol, label)
     marks: list[tuple[int, str, str, str]] = field(default_factory=list)
     #: (start_us, end_us, label) fault intervals overlapping the window
@@ -460,11 +465,28 @@ def build_spacetime(events: Sequence[Event], topic: str, partition: int, focus: 
     st.start_us = max(0, min(st.start_us, min(times) - pad))
     st.end_us = max(st.end_us, max(times) + pad)
     part_actor = f"{topic}-{partition}"
+    stalls: dict[tuple[str, str], int] = {}
     for e in events:
         ts = int(e["ts_us"])
+        name = e.get("event")
+        if name in ("tcp_stall", "tcp_resume", "connection_failed"):
+            key = (f"{e.get('node')}/{e.get('actor')}", str(e.get("dst", "?")))
+            if name == "tcp_stall":
+                stalls.setdefault(key, ts)
+                continue
+            t0 = stalls.pop(key, -1)
+            if t0 < 0 or ts < st.start_us or t0 > st.end_us:
+                continue
+            if any(k in key[0] + key[1] for k in (part_actor, "producer", "controller")):
+                what = (f"held {(ts - t0) // 1000} ms, {e.get('retransmits')} "
+                        f"retransmission(s), {e.get('frames')} frame(s) delivered"
+                        if name == "tcp_resume" else
+                        f"connection failed ({e.get('reason')}) after {(ts - t0) // 1000} ms")
+                st.held.append((t0, key[0].split("/")[0], ts, key[1].split("/")[0],
+                                f"{what}: {key[0]} → {key[1]}"))
+            continue
         if not st.start_us <= ts <= st.end_us:
             continue
-        name = e.get("event")
         if name == "msg_drop":
             s_end, d_end = str(e.get("src", "?")), str(e.get("dst", "?"))
             if any(k in s_end + d_end for k in (part_actor, "producer", "controller")):
@@ -477,8 +499,10 @@ def build_spacetime(events: Sequence[Event], topic: str, partition: int, focus: 
                              name.replace("_", " ") + (f" ({e.get('kind')})"
                                                        if e.get("kind") else "")))
     st.drops = st.drops[:60]
+    st.held = st.held[:60]
     lanes = {a[1] for a in st.arrows} | {a[3] for a in st.arrows} | {m[1] for m in st.marks}
     lanes |= {d[1] for d in st.drops} | {d[2] for d in st.drops}
+    lanes |= {h[1] for h in st.held} | {h[3] for h in st.held}
     lanes.discard("?")
     st.lanes = sorted(lanes, key=_lane_key)
     return st
@@ -535,6 +559,26 @@ def spacetime_figure(st: SpaceTime, view: TraceView) -> go.Figure:
                                  name="message dropped (msg_drop)",
                                  marker=dict(symbol="x-thin", size=11, color="#e377c2",
                                              line=dict(width=2.5, color="#e377c2")),
+                                 hovertemplate="%{text}<extra></extra>"))
+    hx: list[float | None] = []
+    hy: list[float | None] = []
+    held_x: list[float] = []
+    held_y: list[float] = []
+    held_t: list[str] = []
+    for t0, src, t1, dst, label in st.held:
+        if src not in y or dst not in y:
+            continue
+        hx += [ms(max(t0, st.start_us)), ms(min(t1, st.end_us)), None]
+        hy += [float(y[src]), float(y[dst]), None]
+        held_x.append(ms(min(t1, st.end_us)))
+        held_y.append(float(y[dst]))
+        held_t.append(label)
+    if hx:
+        fig.add_trace(go.Scatter(x=hx, y=hy, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="#9467bd", width=1.4, dash="dot")))
+        fig.add_trace(go.Scatter(x=held_x, y=held_y, mode="markers", text=held_t,
+                                 name="held by TCP through a cut (tcp_stall → tcp_resume)",
+                                 marker=dict(symbol="triangle-right", size=9, color="#9467bd"),
                                  hovertemplate="%{text}<extra></extra>"))
     for style, label in (("focus", "the anomaly's record"), ("chain", "nearby records"),
                          ("read", "consumer reads"), ("control", "controller → replicas")):

@@ -405,6 +405,10 @@ def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: s
         "<code>become_leader</code>/<code>become_follower</code>. An arrow's ends are the "
         "traced events' times, not a message's send and receive times. Dropped messages are "
         "broken pink arrows ending in ✕ (the drop time; the receiver never saw them). "
+        "Frames a TCP connection held through a cut are dotted purple arrows from the "
+        "connection's stall (<code>tcp_stall</code>) to their delivery at the first "
+        "retransmission after the heal (<code>tcp_resume</code>, ▶), or to the failure that "
+        "discarded them. "
         f"Events searched: ±{WINDOW_US / 1e6:g} s around the anomaly."
     )
     return Html(head + figure(fig, "spacetime-plot") + f'<p class="caption">{caption}</p>'

@@ -237,8 +237,12 @@ class _Judge:
     def _msg(self, mid: int) -> str:
         ev = self.fold.sent[mid]
         got = self.fold.received.get(mid)
-        fate = (f"received at {got / 1e6:.3f} s" if got is not None else
-                "never received" if ev.get("fate") == "deliver" else f"dropped ({ev.get('fate')})")
+        held = ev.get("fate") == "held"   # sent into a cut: TCP retransmitted it
+        fate = (f"{'held by TCP, ' if held else ''}received at {got / 1e6:.3f} s"
+                if got is not None else
+                "held by TCP, never received (its connection was closed or failed)" if held
+                else "never received" if ev.get("fate") == "deliver"
+                else f"dropped ({ev.get('fate')})")
         return f"#{mid} {ev.get('msg')} {ev.get('src')} → {ev.get('dst')}, {fate}"
 
     def _part_of(self, ev: Event, key: Key) -> Event:

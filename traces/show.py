@@ -226,6 +226,20 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
     "msg_drop": (lambda e: f"{_val(e.get('src'))}→{_val(e.get('dst'))} {e.get('msg')} "
                            f"({e.get('reason')})",
                  ("src", "dst", "msg", "reason")),
+    "tcp_stall": (lambda e: f"→{_val(e.get('dst'))} holding ({e.get('reason')})",
+                  ("dst", "reason")),
+    "tcp_resume": (lambda e: f"→{_val(e.get('dst'))} {e.get('frames')} frame(s) after "
+                             f"{e.get('stalled_ms')} ms, {e.get('retransmits')} "
+                             f"retransmission(s)", ("dst", "frames", "retransmits",
+                                                    "stalled_ms")),
+    "tcp_retransmit": (lambda e: f"→{_val(e.get('dst'))} {e.get('late_ms')} ms late "
+                                 f"({e.get('retransmits')} retransmission(s))",
+                       ("dst", "retransmits", "late_ms")),
+    "connection_failed": (lambda e: f"→{_val(e.get('dst'))} {e.get('reason')}, "
+                                    f"{e.get('discarded')} frame(s) discarded",
+                          ("dst", "reason", "discarded")),
+    "connection_close": (lambda e: f"→{_val(e.get('peer'))} closed, {e.get('discarded')} "
+                                   f"frame(s) discarded", ("peer", "discarded")),
     "msg_send": (lambda e: f"#{e.get('msg_id')} {e.get('msg')} → {_val(e.get('dst'))} "
                            + (f"(due {e['deliver_us'] / 1e6:.3f})"
                               if isinstance(e.get("deliver_us"), int)
