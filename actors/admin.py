@@ -25,6 +25,8 @@ class Admin(Client):
                          rng=rng)
         self.actions = actions
         self.inflight: dict[int, dict[str, Any]] = {}
+        #: correlation -> (the action's index, the leader it was sent to)
+        self._sent: dict[int, tuple[int, int]] = {}
 
     def start(self) -> None:
         self.refresh_metadata()
@@ -46,13 +48,40 @@ class Admin(Client):
         self.send(self.replica_address(leader, a["topic"], a["partition"]),
                   DeleteRecords(a["topic"], a["partition"], a["offset"],
                                 self.request_timeout_ms, corr))
+        self._sent[corr] = (i, leader)
+        # the client's own timeout, a little past the broker's (which answers
+        # REQUEST_TIMED_OUT at request_timeout_ms): an answer that never comes
+        self.timer(self.request_timeout_ms * 1.1, Tick("admin_timeout", corr, 0))
+
+    def _retry(self, corr: int, peer: str, reason: str) -> None:
+        """The request failed without an answer: KafkaAdminClient retries the call after
+        ``retry.backoff.ms`` with fresh metadata (until its API timeout)."""
+        i, _ = self._sent.pop(corr)
+        a = self.inflight.pop(corr)
+        self.emit("request_failed", topic=a["topic"], partition=a["partition"], peer=peer,
+                  request="DeleteRecords", reason=reason)
+        self.refresh_metadata()
+        self.timer(self.retry_backoff_ms, Tick("admin", i, 0))
+
+    def connection_reset(self, peer: str) -> None:
+        super().connection_reset(peer)
+        for corr in sorted(c for c, (_, b) in self._sent.items() if f"broker-{b}" == peer):
+            self._retry(corr, peer, "disconnected")
 
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
         if self.handle_metadata(msg, src):
             return
         if type(msg) is Tick and msg.kind == "admin":
             self._delete(msg.token)
+        elif type(msg) is Tick and msg.kind == "admin_timeout":
+            sent = self._sent.get(msg.token)
+            if sent is not None:   # NetworkClient closes the connection of a timed-out call
+                peer = f"broker-{sent[1]}"
+                self._retry(msg.token, peer, "timeout")
+                self.disconnect(peer)
+                self.connection_reset(peer)
         elif type(msg) is DeleteRecordsResponse:
+            self._sent.pop(msg.correlation, None)
             a = self.inflight.pop(msg.correlation, None)
             if a is not None:
                 self.emit("delete_records_result", topic=msg.topic, partition=msg.partition,

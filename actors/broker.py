@@ -93,6 +93,19 @@ class Broker(Machine):
                                                  self.clean_shutdown))
         self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
 
+    def _await_controller(self) -> None:
+        """Before a heartbeat or registration: if the controller has left one unanswered
+        for ``heartbeat_timeout_ms``, the request timed out and the connection is closed
+        (the next one opens a new connection); then this one starts the wait."""
+        since = self._heartbeat_unanswered_us
+        if since >= 0 and self.now_us - since >= self.heartbeat_timeout_ms * 1000:
+            self.emit("request_failed", peer=CONTROLLER[0],
+                      request="BrokerHeartbeat" if self.broker_epoch >= 0
+                      else "BrokerRegistration", reason="timeout")
+            self.disconnect(CONTROLLER[0])
+            since = -1
+        self._heartbeat_unanswered_us = self.now_us if since < 0 else since
+
     def _request_shutdown(self) -> None:
         if self._shutdown_tries > self._shutdown_max_retries or self.broker_epoch < 0:
             self.shutdown_state = "ready"   # out of retries: stop anyway (still cleanly)
@@ -161,15 +174,7 @@ class Broker(Machine):
         elif t is Tick:
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
-                    waited = self.now_us - self._heartbeat_unanswered_us
-                    if (self._heartbeat_unanswered_us >= 0
-                            and waited >= self.heartbeat_timeout_ms * 1000):
-                        self.emit("request_failed", peer=CONTROLLER[0],
-                                  request="BrokerHeartbeat", reason="timeout")
-                        self.disconnect(CONTROLLER[0])
-                        self._heartbeat_unanswered_us = -1
-                    if self._heartbeat_unanswered_us < 0:
-                        self._heartbeat_unanswered_us = self.now_us
+                    self._await_controller()
                     self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
                                                               self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
@@ -178,6 +183,7 @@ class Broker(Machine):
                 self._request_shutdown()
             elif msg.kind == "register_retry":
                 if msg.token == self._registering and self.broker_epoch < 0:
+                    self._await_controller()
                     self._register()
         elif t is ControlledShutdown:
             if not self.shutdown_state:

@@ -361,6 +361,10 @@ class Producer(Client):
             elif k == "request_timeout":
                 self.request_timers.pop(msg.token, None)
                 entry = self.inflight.get(msg.token)
+                if entry is not None:
+                    self.emit("request_failed", topic=self.cfg.topic,
+                              partition=entry[0].partition, peer=f"broker-{entry[1]}",
+                              request="Produce", reason="timeout")
                 self._complete(msg.token, "REQUEST_TIMED_OUT", -1)
                 if entry is not None:
                     # NetworkClient.handleTimedOutRequests: the connection is closed, and

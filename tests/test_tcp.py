@@ -213,3 +213,23 @@ def test_the_space_time_diagram_draws_what_tcp_held_from_the_stall_to_the_delive
     t0, _, t1, _, label = held[0]
     assert 11e6 <= t0 < 11.1e6 and 17e6 < t1 < 19e6
     assert "retransmission" in label
+
+
+def test_a_producer_whose_answers_never_come_back_fails_at_its_timeout_and_reconnects() -> None:
+    """broker-2 → producer cut one way for 40 s: the requests arrive, their answers are
+    held. The producer's requests fail at request.timeout.ms (30 s), it closes its
+    connection to broker-2 (the held answers are discarded), and once the cut heals it
+    produces to broker-2 again."""
+    _, data = run_to_bytes("default", 1, [
+        "duration_s=60.0",
+        'faults.plan=[{at_s=5.0, fault="cut", target=["broker-2", "producer-0"], '
+        'duration_s=40.0}]'])
+    evs = events(data)
+    failed = [e for e in evs if e["event"] == "request_failed" and e["node"] == "producer-0"
+              and e.get("reason") == "timeout"]
+    assert failed and 34.9e6 <= failed[0]["ts_us"] <= 36e6   # 30 s after it was sent
+    closes = [e for e in evs if e["event"] == "connection_close" and e["node"] == "producer-0"
+              and e["peer"] == "broker-2"]
+    assert closes and closes[0]["ts_us"] == failed[0]["ts_us"]
+    assert [e for e in _window(evs, 45.0, 48.0) if e["event"] == "produce_ack"
+            and e["partition"] == 1], "orders-1 (led by broker-2) acknowledges again"
