@@ -454,12 +454,17 @@ class Controller(Machine):
                    and st[k].replicas[0] in st[k].isr
                    and self._acceptable(st[k].replicas[0])]
         if self.rules.zk_controller:
-            # KafkaController.checkAndTriggerAutoLeaderRebalance: per preferred broker, the
-            # share of the partitions preferring it that have another leader
+            # KafkaController.checkAndTriggerAutoLeaderRebalance (2.8.0): nothing moves
+            # while any partition is being reassigned (partitionsBeingReassigned.isEmpty);
+            # per preferred broker, the share of the partitions preferring it that it does
+            # not lead — an offline partition (NoLeader) among them — weighed against
+            # leader.imbalance.per.broker.percentage
+            if any(st[k].adding or st[k].removing for k in st):
+                return
             chosen = []
             for b in sorted({st[k].replicas[0] for k in st}):
                 mine = [k for k in sorted(st) if st[k].replicas[0] == b]
-                off = [k for k in mine if st[k].leader >= 0 and st[k].leader != b]
+                off = [k for k in mine if st[k].leader != b]
                 if mine and len(off) * 100 > self.imbalance_per_broker_pct * len(mine):
                     chosen += [k for k in off if k in movable]
             movable = sorted(chosen)
@@ -581,6 +586,11 @@ class Controller(Machine):
             p = self.store.partitions[key]
             if m.broker not in p.isr and p.leader != m.broker:
                 continue
+            if self.rules.zk_controller and len(p.replicas) <= 1:
+                # KafkaController.doControlledShutdown (2.8.0) acts only on partitions with
+                # more than one assigned replica: a single-replica partition stays led by
+                # the stopping broker until it is gone (it counts as remaining)
+                continue
             new_isr = tuple(b for b in p.isr if b != m.broker)
             if not new_isr and not self.rules.elr:
                 new_isr = p.isr
@@ -655,11 +665,13 @@ class Controller(Machine):
         p.isr = target_isr
         if changed:
             p.partition_epoch += 1
-            if (reason == "fenced" and not leader_gone and old_isr != target_isr
-                    and self.rules.isr_removal_bumps_leader_epoch):
+            if (reason in ("fenced", "controlled_shutdown") and not leader_gone
+                    and old_isr != target_isr and self.rules.isr_removal_bumps_leader_epoch):
                 # ZooKeeper eras: the controller writes the shrunken ISR of a partition
                 # whose leader stays with the next leader epoch (2.0.0
-                # ReplicaStateMachine.doRemoveReplicasFromIsr -> newLeaderAndIsr)
+                # ReplicaStateMachine.doRemoveReplicasFromIsr -> newLeaderAndIsr), for a
+                # dead broker and for a stopping follower alike (doControlledShutdown puts
+                # the partitions it follows through OfflineReplica)
                 p.leader_epoch += 1
             elif reassigned and (removed or self.rules.zk_controller) and p.leader in p.isr:
                 # a leader that stays: KRaft bumps its epoch when replicas leave the list

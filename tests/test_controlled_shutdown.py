@@ -124,3 +124,43 @@ def test_a_controlled_shutdown_that_ends_after_the_heal_began_still_comes_back()
     assert stop["ts_us"] > heal["ts_us"] and back["ts_us"] == stop["ts_us"]
     conv = [e for e in evs if e["event"] == "convergence"]
     assert conv and all(e["converged"] for e in conv)
+
+
+def test_zk_era_controlled_shutdown_bumps_the_leader_epoch_of_partitions_it_follows() -> None:
+    """2.8.0 ``KafkaController.doControlledShutdown`` puts the partitions the stopping broker
+    follows through ``OfflineReplica``, and ``ReplicaStateMachine.doRemoveReplicasFromIsr``
+    writes the shrunken ISR with ``newLeaderAndIsr``: the leader stays, its epoch goes up.
+    KRaft (3.7) shrinks the ISR without a leader-epoch bump."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+    from test_replication_control import Ctx
+
+    from actors.messages import ControlledShutdownRequest
+    for era, bump in (("2.8", 1), ("3.7", 0)):
+        ctx = Ctx((1, 2, 3), [(1, 2, 3), (2, 3)], era=era)
+        before = ctx.p(0).leader_epoch
+        ctx.c.handle(ControlledShutdownRequest(2, ctx.epoch(2)), ("broker-2", "broker"))
+        ctx.c.drain()
+        assert ctx.p(0).leader == 1 and 2 not in ctx.p(0).isr
+        assert ctx.p(0).leader_epoch == before + bump, era
+
+
+def test_zk_era_controlled_shutdown_leaves_single_replica_partitions_led() -> None:
+    """2.8.0 ``doControlledShutdown`` acts only on partitions with more than one assigned
+    replica: a single-replica partition keeps its leader (and the broker is told it still
+    leads one) until the process stops. KRaft moves nothing either — there is no one to
+    move it to — but takes the broker out (ELR keeps it eligible)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+    from test_replication_control import Ctx
+
+    from actors.messages import ControlledShutdownRequest, ControlledShutdownResponse
+    ctx = Ctx((1, 2), [(2,), (1, 2)], era="2.8")
+    ctx.c.handle(ControlledShutdownRequest(2, ctx.epoch(2)), ("broker-2", "broker"))
+    out = [e.msg for e in ctx.c.drain() if isinstance(getattr(e, "msg", None),
+                                                      ControlledShutdownResponse)]
+    assert ctx.p(0).leader == 2 and ctx.p(0).isr == (2,)
+    assert ctx.p(1).leader == 1
+    assert out and out[0].remaining == 1

@@ -59,3 +59,44 @@ def test_a_scripted_preferred_election_moves_leadership_back_after_a_restart() -
     moved = [e for e in evs if e["event"] == "leader_elected" and e["ts_us"] == req["ts_us"]
              and e["topic"] == "orders" and e["partition"] == 0]
     assert [(e["election"], e["leader"]) for e in moved] == [("preferred", 1)]
+
+
+def _rebalance(ctx: Ctx) -> None:
+    from actors.messages import Tick
+    ctx.c.handle(Tick("leader_balance", 0, 0), ctx.c.address)
+    ctx.c.drain()
+
+
+def test_zk_era_rebalance_waits_while_any_partition_is_being_reassigned() -> None:
+    """2.8.0 ``KafkaController.checkAndTriggerAutoLeaderRebalance`` elects no preferred
+    leader while ``partitionsBeingReassigned`` is not empty — of any partition. Partition 0
+    is off its preferred leader; partition 1 is moving: nothing is rebalanced until the move
+    is done."""
+    ctx = Ctx((1, 2, 3), [(1, 2, 3), (2, 3, 1)], era="2.8")
+    ctx.c.imbalance_per_broker_pct = 10
+    ctx.fence(1)
+    ctx.unfence(1)
+    ctx.alter(ctx.p(0).leader, ctx.p(0).replicas, i=0)
+    assert ctx.p(0).leader != 1
+    ctx.p(1).adding, ctx.p(1).removing = (1,), (3,)     # a reassignment in progress
+    _rebalance(ctx)
+    assert ctx.p(0).leader != 1
+    ctx.p(1).adding, ctx.p(1).removing = (), ()
+    _rebalance(ctx)
+    assert ctx.p(0).leader == 1
+
+
+def test_zk_era_imbalance_counts_an_offline_partition_as_off_its_preferred_leader() -> None:
+    """2.8.0 ``checkAndTriggerAutoLeaderRebalance``: a partition whose leadership is NoLeader
+    is "not in preferred replica" (its leader is not the preferred broker), so it counts in
+    the preferred broker's imbalance ratio. Broker 1 prefers two partitions: one led by 2,
+    one offline — 100 %, above 50 %, so the led one moves back; counting only led partitions
+    (50 %) would not have moved it."""
+    ctx = Ctx((1, 2, 3), [(1, 2, 3), (1, 3, 2)], era="2.8")
+    ctx.c.imbalance_per_broker_pct = 50
+    ctx.fence(1)
+    ctx.unfence(1)
+    ctx.alter(ctx.p(0).leader, ctx.p(0).replicas, i=0)
+    ctx.p(1).leader = -1                                 # offline (NoLeader)
+    _rebalance(ctx)
+    assert ctx.p(0).leader == 1
