@@ -18,8 +18,10 @@ Linux's retransmission rules in place of a lossy datagram model):
     queues behind them (head-of-line blocking). After ``tcp_retries2`` failed
     retransmissions the kernel breaks the connection;
   - *packet loss* (``drop_rate``, the ``drop`` nemesis) and *corruption on the wire*
-    (``corrupt_rate``: TCP's checksum discards the segment) cost a retransmission each:
-    the frame, and its connection's later frames, arrive one or more RTOs late;
+    (``corrupt_rate``: TCP's checksum discards the segment) hold the frame on its
+    connection like a cut does, until a retransmission gets through: it, and its
+    connection's later frames, arrive one or more RTOs late (and a close discards them,
+    as the kernel discards a closed socket's unacknowledged data);
   - *a reject* (iptables REJECT with a TCP reset: ``partition_reject``) fails the frame's
     connection within a round trip: the sender hears a ``ConnectionReset``.
 * **Closing** a connection is the application's act (Kafka's ``NetworkClient`` closes one
@@ -220,42 +222,30 @@ class Network:
         if self._cut and link in self._cut:
             self._hold(now_us, src, dst, (dst, src, frame), in_flight=False)
             return HELD
-        rng = self._rng
-        rate = self._link_drop.get(link, self.drop_rate) if self._link_drop else self.drop_rate
-        lost = 0
-        if rate or self.corrupt_rate:
-            # each transmission is lost with the link's loss rate, or damaged on the wire
-            # and discarded by the receiver's TCP checksum: both cost a retransmission
-            while lost <= self.tcp.retries2 and (
-                    (rate and rng.random() < rate)
-                    or (self.corrupt_rate and rng.random() < self.corrupt_rate)):
-                lost += 1
-            if lost > self.tcp.retries2:
-                return BROKEN
+        if (self.drop_rate or self.corrupt_rate or self._link_drop) and self._lost(link):
+            # lost on the wire, or damaged and discarded by the receiver's TCP checksum:
+            # the connection holds it (and what follows) for a retransmission
+            self._hold(now_us, src, dst, (dst, src, frame), in_flight=False, reason="loss")
+            return HELD
         d = self._one_way(link)
         at = now_us + d
         last = self._last_at.get(link, 0)
         if at < last:
             at = last
         self._last_at[link] = at
-        if lost:
-            wait = self._backoff_sum(link, lost)
-            at += wait
-            self.notes.append(("tcp_retransmit", src, {
-                "dst": f"{dst[0]}/{dst[1]}", "retransmits": lost, "late_ms": wait // 1000}))
-            if stream is None:
-                stream = self._streams[(src, dst)] = Stream(src, dst)
-                self.faulty = True
         if stream is not None:
             if at < stream.last_us:
                 at = stream.last_us
             stream.last_us = at
         return at, frame
 
-    def _backoff_sum(self, link: Link, retries: int) -> int:
-        rto = self.rto_us(link)
-        cap = self.tcp.rto_max_us
-        return sum(min(rto << i, cap) for i in range(retries))
+    def _lost(self, link: Link) -> bool:
+        """One transmission over ``link``: lost at the link's loss rate, or damaged at the
+        corruption rate (each a draw, in that order, only when its rate is not 0)."""
+        rate = self._link_drop.get(link, self.drop_rate)
+        rng = self._rng
+        return bool((rate and rng.random() < rate)
+                    or (self.corrupt_rate and rng.random() < self.corrupt_rate))
 
     def arrive(self, now_us: int, dst: Address, src: Address, frame: bytes) -> str | None:
         """A frame's delivery time came while some fault is on: None to deliver it, or
@@ -278,7 +268,7 @@ class Network:
         return None
 
     def _hold(self, now_us: int, src: Address, dst: Address, item: Held, *,
-              in_flight: bool) -> None:
+              in_flight: bool, reason: str = "partition") -> None:
         stream = self._streams.get((src, dst))
         if stream is None:
             stream = self._streams[(src, dst)] = Stream(src, dst)
@@ -290,7 +280,7 @@ class Network:
             stream.timer_us = now_us + self.rto_us((src[0], dst[0]))
             self.timers.append(stream)
             self.notes.append(("tcp_stall", src, {"dst": f"{dst[0]}/{dst[1]}",
-                                                  "reason": "partition"}))
+                                                  "reason": reason}))
         if in_flight:   # sent before everything held at send: it goes first
             stream.held.insert(stream.lost_in_flight, item)
             stream.lost_in_flight += 1
@@ -327,8 +317,7 @@ class Network:
             self._closed.pop((src, dst[0]), None)
             extra = self.rtt_us(link)    # SYN, SYN-ACK: then the data
         else:
-            rate = self._link_drop.get(link, self.drop_rate)
-            if link in self._cut or (rate and self._rng.random() < rate):
+            if link in self._cut or self._lost(link):
                 stream.retries += 1
                 if stream.retries > cfg.retries2:
                     return self._fail(stream, BROKEN)

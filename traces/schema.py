@@ -61,13 +61,12 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "msg_recv": ("msg_id", "src", "msg"),
     "request_failed": ("peer", "request", "reason"),
     # TCP (emulator.tcp), summarised per connection (src: the emitting node/actor): a
-    # connection starts holding frames (a cut, or a new connection's handshake); resumes
-    # (its held frames retransmitted and delivered, after so many retransmissions); a
-    # frame lost or damaged on the wire arrives late; the connection failed (a reset, a
-    # connect or the retransmissions given up); the actor closed its connections to a node
+    # connection starts holding frames (reason: a cut, a loss or damage on the wire, or a
+    # new connection's handshake); resumes (its held frames retransmitted and delivered,
+    # after so many retransmissions); the connection failed (a reset, a connect or the
+    # retransmissions given up); the actor closed its connections to a node
     "tcp_stall": ("dst", "reason"),
     "tcp_resume": ("dst", "frames", "retransmits", "stalled_ms"),
-    "tcp_retransmit": ("dst", "retransmits", "late_ms"),
     "connection_failed": ("dst", "reason", "discarded"),
     "connection_close": ("peer", "discarded"),
     # replica fetcher threads (actor ReplicaFetcherThread-<fetcher id>-<leader>)

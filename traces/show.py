@@ -232,9 +232,6 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
                              f"{e.get('stalled_ms')} ms, {e.get('retransmits')} "
                              f"retransmission(s)", ("dst", "frames", "retransmits",
                                                     "stalled_ms")),
-    "tcp_retransmit": (lambda e: f"→{_val(e.get('dst'))} {e.get('late_ms')} ms late "
-                                 f"({e.get('retransmits')} retransmission(s))",
-                       ("dst", "retransmits", "late_ms")),
     "connection_failed": (lambda e: f"→{_val(e.get('dst'))} {e.get('reason')}, "
                                     f"{e.get('discarded')} frame(s) discarded",
                           ("dst", "reason", "discarded")),
