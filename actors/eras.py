@@ -1,8 +1,8 @@
 """Protocol eras: which of Kafka's replication rules were in force in which release.
 
-Each era is a set of named rule switches (KAFKA_REFERENCE sections 1.2-1.10 and the
-tables there). ``bugs`` re-enable one historical defect on top of an era, to prove the
-checkers catch it. Names are the JIRA/KIP ids Kafka engineers search for.
+Each era is a set of named rule switches (docs/eras.md: the rules in section 1, these
+switches per era in section 2). ``bugs`` re-enable one historical defect on top of an era,
+to prove the checkers catch it. Names are the JIRA/KIP ids Kafka engineers search for.
 
 | era  | HW rule                       | truncation                 | other                        |
 |------|-------------------------------|----------------------------|------------------------------|

@@ -2,9 +2,9 @@
 
 A frame is ``msgpack([tag, field1, field2, ...]) + crc32(payload)`` (4 bytes, big endian).
 Fields are packed from a per-class precomputed getter (never ``dataclasses.asdict``, which
-deep-copies and costs ~20 us a message; STACK_NOTES 2.3) and rebuilt with ``cls(*fields)``.
-Frames are decoded with ``use_list=False``, so sequences come back as tuples: message
-fields that hold sequences are typed as tuples.
+deep-copies and costs ~20 us a message; docs/stack-notes.md, section 2) and rebuilt with
+``cls(*fields)``. Frames are decoded with ``use_list=False``, so sequences come back as
+tuples: message fields that hold sequences are typed as tuples.
 
 The CRC plays the part of Kafka's record-batch CRC and TCP's checksum: a corrupted frame
 is *rejected* by the receiver (traced as ``frame_rejected``), never silently decoded into a

@@ -2,8 +2,8 @@
 
 argparse answers a usage error with the whole usage block and then the error: several lines
 on stderr. isrlab's contract for bad input is one line naming what is wrong, and exit 2
-(DESIGN, "bad input"); so ``Parser.error`` writes ``PROG: MESSAGE`` alone — argparse's
-message names the flag and the value — and leaves the usage to ``-h``. Sub-commands'
+(README.md, *Commands*: "2 bad input"); so ``Parser.error`` writes ``PROG: MESSAGE`` alone —
+argparse's message names the flag and the value — and leaves the usage to ``-h``. Sub-commands'
 parsers (``add_subparsers``) are of the same class.
 
 :func:`count` is the type of a flag that takes a count (``replay --context N``): an integer

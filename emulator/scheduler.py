@@ -1,6 +1,6 @@
 """The ordered scheduler: virtual time, delivery order and node lifecycle.
 
-Design (STACK_NOTES "Driving virtual time", DESIGN section 3):
+Design (docs/determinism.md; the measurements behind it: docs/stack-notes.md, section 3):
 
 * One heap of entries keyed ``(time_us, seq)``. ``seq`` is assigned when an entry is pushed,
   and entries are only pushed from this scheduler's own loop in a canonical order, so the

@@ -4,8 +4,8 @@
 scenario, checks each trace with the in-process checker (``traces.checker``) and appends one
 JSON row per seed to ``DIR/results.jsonl``. It is the FoundationDB / TigerBeetle VOPR loop
 ("run many seeds, keep the failing ones, print the line that reproduces each") with Jepsen's
-nemeses as the fault source, sized for one machine (DESIGN §6); past one machine the same
-command takes ``--spark MASTER`` and the seeds become Spark tasks.
+nemeses as the fault source, sized for one machine; past one machine the same command takes
+``--spark MASTER`` and the seeds become Spark tasks (README.md, *Using a Spark cluster*).
 
 Design
 ------

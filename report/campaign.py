@@ -7,7 +7,7 @@ the campaign runner is young, so every field is read defensively:
   present, else its ``verdict`` text (``fail``/``failed``/``anomalies``/``not met``/``error``
   mean failing), else "any anomaly of ``DEFAULT_FORBID`` counted";
 * anomaly counts come from ``anomalies`` (a map) or from top-level keys named as in
-  DESIGN §5; a row without counts whose trace is present gets the trace checked;
+  docs/anomalies.md; a row without counts whose trace is present gets the trace checked;
 * knobs (era, acks, min.insync.replicas, unclean election, fault kinds, bugs) come from the
   trace header's resolved scenario and fault plan (only the first line is read), else from a
   ``scenario`` object in the row, else they show as ``?``;

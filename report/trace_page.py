@@ -27,7 +27,8 @@ from traces.schema import ANOMALIES
 
 #: Default budget of plotted LEO/HW change points over all timelines of a report.
 MAX_POINTS = 9_000
-#: Anomalies that describe behaviour rather than a broken guarantee (DESIGN section 5).
+#: Anomalies that describe behaviour rather than a broken guarantee (docs/anomalies.md,
+#: "informational").
 INFORMATIONAL = ("hw_regression_replica", "isr_churn", "under_min_isr")
 #: Half-width of the space-time diagram's search window around the focus.
 WINDOW_US = 1_000_000
@@ -197,7 +198,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     total = sum(r.anomalies.get(n, 0) for n in ANOMALIES if n != "under_min_isr")
     body.append(Html(
         '<section id="anomalies"><h2>Anomalies</h2><div class="cols"><div>'
-        + table(["anomaly (DESIGN §5)", "count", "verdict"], rows, id_="anomaly-counts",
+        + table(["anomaly (docs/anomalies.md)", "count", "verdict"], rows, id_="anomaly-counts",
                 row_classes=classes)
         + "</div><div style=\"flex:1;min-width:600px\">"
         + (table(["anomaly", "partition", "moment", "seq", "offset", "value", "detail"], ex_rows,

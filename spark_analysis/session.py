@@ -1,6 +1,6 @@
 """Building the SparkSession for trace analytics: local by default, any cluster by URL.
 
-Rules (STACK_NOTES §3.6-3.7, measured on pyspark 4.3):
+Rules (docs/stack-notes.md, sections 4.1-4.2, measured on pyspark 4.3):
 
 * No master given and nothing in the environment chooses one (``SPARK_REMOTE``, a running
   spark-submit) → ``local[*]`` with the small-machine profile: shuffle partitions = 2 × cores,
@@ -67,9 +67,9 @@ ARROW_JVM_OPTIONS = ("-Darrow.enable_unsafe_memory_access=true "
                      "-Darrow.enable_null_check_for_get=false")
 
 #: The C1-only JIT and the serial GC (about half of Spark's start-up and first-query time,
-#: STACK_NOTES §3.8) for JVMs that run each plan once or twice or mostly schedule tasks,
-#: with the code cache sized explicitly: without it C1-only mode reserves 48 MiB, which a
-#: long session fills (see the module note).
+#: docs/stack-notes.md, section 4.3) for JVMs that run each plan once or twice or mostly
+#: schedule tasks, with the code cache sized explicitly: without it C1-only mode reserves
+#: 48 MiB, which a long session fills (see the module note).
 QUICK_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
                      f"-XX:ReservedCodeCacheSize={CODE_CACHE_MIB}m {ARROW_JVM_OPTIONS}")
 
@@ -157,7 +157,7 @@ STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
 
 def local_profile(cores: int | None = None) -> dict[str, str]:
-    """Settings for a small local machine (STACK_NOTES §3.6)."""
+    """Settings for a small local machine (docs/stack-notes.md, section 4.1)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
     return {
         "spark.sql.shuffle.partitions": str(2 * n),

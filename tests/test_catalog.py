@@ -1,5 +1,6 @@
 """The scenario catalog: each historical anomaly shows under its era or re-enabled bug, and
-is gone under the era that fixed it (KAFKA_REFERENCE section 2, verdicts of section 5)."""
+is gone under the era that fixed it (docs/historical-scenarios.md: each scenario, its Kafka
+issue and its verdicts)."""
 
 from __future__ import annotations
 

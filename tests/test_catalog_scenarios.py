@@ -1,4 +1,4 @@
-"""Targeted checks of the catalog scenarios S2-S5, S12 and S13 (KAFKA_REFERENCE section 2).
+"""Targeted checks of the catalog scenarios S2-S5, S12 and S13 (docs/historical-scenarios.md).
 
 ``tests/test_catalog.py`` only counts anomalies: the bug shows, the fix hides it. These
 tests pin down *how* each anomaly comes about in the trace, so a scenario cannot keep

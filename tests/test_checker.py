@@ -1,4 +1,4 @@
-"""Behaviour of ``traces.checker``: each anomaly of DESIGN §5 on a small hand-built trace.
+"""Behaviour of ``traces.checker``: each anomaly on a small hand-built trace.
 
 The traces are built with ``tests/spark/tracebuild.py`` (one topic ``t``, partition 0, three
 replicas 0-2, min ISR 2 unless a test says otherwise). Definitions: ``docs/anomalies.md``.

@@ -1,6 +1,6 @@
 """The replica state machine, fed messages directly (sans-IO), read as the seeds' rules.
 
-Seed 000 (LEO and HW update mechanism) and KAFKA_REFERENCE section 1. Offsets are
+The LEO and HW update rules of docs/eras.md, section 1 (1.2, 1.3, 1.6). Offsets are
 Kafka's: LEO and HW are exclusive (HW = 8 means offsets 0..7 are committed).
 """
 

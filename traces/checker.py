@@ -4,9 +4,10 @@ What it models. A trace (schema 1, ``traces.schema``) is the total order of ever
 emulated cluster did. The checker folds that order into per-partition state — the leader
 named by the controller, the committed ISR, the largest HW any leader ever traced, every
 acknowledged and every consumed record, the final logs — and, once ``final_log`` has been
-seen, judges each anomaly of DESIGN §5 against the *final committed log* of each partition.
-The precise definitions live in ``docs/anomalies.md``; ``spark_analysis.analyses`` computes
-the same numbers with DataFrames, and a test holds the two to equal counts on every trace.
+seen, judges each anomaly (``traces.schema.ANOMALIES``) against the *final committed log*
+of each partition. The precise definitions live in ``docs/anomalies.md``;
+``spark_analysis.analyses`` computes the same numbers with DataFrames, and a test holds the
+two to equal counts on every trace.
 
 Design choices.
 

@@ -30,7 +30,7 @@ class Rule:
 
 
 #: The rules at fault, by name. ``fix`` names the KIP or JIRA and the Kafka release where
-#: the behaviour changed (KAFKA_REFERENCE section 2), or the setting that forbids it.
+#: the behaviour changed (docs/historical-scenarios.md), or the setting that forbids it.
 RULES: Final[dict[str, Rule]] = {
     "truncation_to_hw": Rule(
         "a follower truncated to its own high watermark on restart or on becoming follower, "

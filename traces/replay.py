@@ -2,7 +2,7 @@
 
 Design note
 -----------
-A run is a function of (resolved scenario, seed, code version) (DESIGN section 3), and the
+A run is a function of (resolved scenario, seed, code version) (docs/determinism.md), and the
 trace header (``run_start``) carries the first two in full: the resolved scenario (protocol
 era included) and the seed. The fault plan is *not* an input: it is regenerated from the
 seed by the nemesis, and the header's ``fault_plan`` must equal the regenerated one, which is

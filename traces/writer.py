@@ -1,11 +1,11 @@
 """Writing a trace: structlog in front, a sealed JSON line per event behind it.
 
-Per STACK_NOTES section 1: no global ``structlog.configure`` (tests run many seeds in one
-process), one ``wrap_logger`` per run, no wall-clock stamper, no lock and no flush per
-event, orjson rendering. :meth:`TraceWriter.emit` builds the event dict in the contract's
-member order — ``seq``, ``ts_us``, ``event``, ``node``, ``actor``, then the event's fields —
-and a small custom wrapper class (:class:`_TraceLogger`) passes it through structlog's
-processor chain, which is one processor, ``_render``: orjson, then
+As measured (docs/stack-notes.md, section 1): no global ``structlog.configure`` (tests run
+many seeds in one process), one ``wrap_logger`` per run, no wall-clock stamper, no lock and
+no flush per event, orjson rendering. :meth:`TraceWriter.emit` builds the event dict in the
+contract's member order — ``seq``, ``ts_us``, ``event``, ``node``, ``actor``, then the
+event's fields — and a small custom wrapper class (:class:`_TraceLogger`) passes it through
+structlog's processor chain, which is one processor, ``_render``: orjson, then
 :func:`traces.integrity.seal` appends the line's crc. The hot path is about one trace line
 per message, so it is kept to one dict and one processor call.
 

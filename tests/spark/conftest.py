@@ -1,4 +1,4 @@
-"""One SparkSession and one analysed corpus for the whole test run (STACK_NOTES §3.8).
+"""One SparkSession and one analysed corpus for the whole test run (docs/stack-notes.md, 4.3).
 
 Session: ``local[2]`` (both cores: the corpus is ~1.5M events), UI off, UTC, loopback, and
 ``session.QUICK_JVM_OPTIONS``: the C1-only JIT with the serial GC (about half of the start-up

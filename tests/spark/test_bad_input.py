@@ -261,7 +261,7 @@ def test_analyze_out_takes_its_own_folder_again_and_nothing_else(bad_run: Run,
                                                                  tmp_path: Path) -> None:
     """Issue 47, class 6: ``--out`` is new, empty or an analysis folder (``analysis.json``,
     written by analyze): a second analysis into the first one's folder replaces its
-    datasets; a folder of the user's is refused (tests/test_hostile_traces.py)."""
+    datasets; a folder of the user's is refused (tests/test_hostile_input_traces.py)."""
     from cli.analyze import main
     marker = json.loads((bad_run.out / "analysis.json").read_text())
     assert marker["complete"] is True and marker["exit"] == bad_run.code
