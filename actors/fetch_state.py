@@ -4,14 +4,15 @@
 part of a Fetch (fetch offset, lastFetchedEpoch, currentLeaderEpoch, logStartOffset) or of
 an OffsetsForLeaderEpoch request, awaits one answer at a time (alone, in the conformance
 harness, it sends the request itself with a timeout), backs off by
-``replica.fetch.backoff.ms`` after an error, and processes the answer: appends, the
-follower HW (KAFKA_REFERENCE 1.6), the leader's logStartOffset (``processPartitionData``),
-and truncation by era (1.7: to the HW, KIP-101, KIP-279's ``getOffsetTruncationState``,
-truncate-on-fetch on a diverging epoch, ``fetchOffsetAndTruncate`` on
-OFFSET_OUT_OF_RANGE). Its fields (``fetch_state``: truncating or fetching,
-``fetch_delay_until_us``, the correlation it awaits) are declared with the rest of the
-state in :class:`actors.local_replica.LocalReplica`; for a replica run by a replica
-manager, the fetcher thread (:mod:`actors.fetcher`) decides when requests go.
+``replica.fetch.backoff.ms`` after an error (a damaged record batch in the answer is one:
+nothing of that answer is appended, and the same offset is fetched again), and processes
+the answer: appends, the follower HW (docs/eras.md 1.6), the leader's logStartOffset
+(``processPartitionData``), and truncation by era (1.7: to the HW, KIP-101, KIP-279's
+``getOffsetTruncationState``, truncate-on-fetch on a diverging epoch,
+``fetchOffsetAndTruncate`` on OFFSET_OUT_OF_RANGE). Its fields (``fetch_state``:
+truncating or fetching, ``fetch_delay_until_us``, the correlation it awaits) are declared
+with the rest of the state in :class:`actors.local_replica.LocalReplica`; for a replica
+run by a replica manager, the fetcher thread (:mod:`actors.fetcher`) decides when requests go.
 """
 
 from __future__ import annotations
@@ -186,6 +187,19 @@ class PartitionFetchState(LocalReplica):
             old = self.leo
             if r.records[0][0] != old:
                 self._backoff()      # not contiguous (stale response): refetch
+                return
+            if r.damaged:
+                # UnifiedLog.appendAsFollower validates every batch of the partition's data
+                # before it appends any (analyzeAndValidateRecords: a batch whose CRC does
+                # not match raises CorruptRecordException), so nothing of this answer is
+                # appended and processPartitionData stops before the HW and the log start
+                # offset. AbstractFetcherThread.processFetchRequest logs it, adds the
+                # partition to partitionsWithError and delays it by replica.fetch.backoff.ms
+                # at the same fetch offset ("it does not bring the fetcher thread down"):
+                # the next fetches meet the same batch, and the follower stays behind it
+                self.emit("corrupt_record", **self._tp(), offset=r.damaged[0], where="fetch",
+                          leader=self.leader, fetch_offset=old)
+                self._backoff()
                 return
             self._append(r.records)
             self.emit("leo_update", **self._tp(), old=old, new=self.leo)

@@ -178,8 +178,20 @@ class LocalReplica(Machine):
 
     def _load(self) -> None:
         log = self.log
-        hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
         log.load(unclean=not self.clean_start)
+        # the HW checkpoint, clamped to the log as opened (UnifiedLog.updateHighWatermark)
+        hw = min(max(log.hw_checkpoint, log.log_start_offset), log.log_end_offset)
+        found = log.recovery_corruption
+        if found is not None:
+            # LogSegment.recover hit a record whose CRC does not match: LogLoader cut the
+            # log there (a power loss's recovery did it when the power went)
+            log.recovery_corruption = None
+            offset, before = found
+            self.emit("corrupt_record", **self._tp(), offset=offset, where="recovery",
+                      old_leo=before, new_leo=log.log_end_offset)
+            if before > log.log_end_offset:
+                self.emit("log_truncate", **self._tp(), old_leo=before,
+                          new_leo=log.log_end_offset, reason="corrupt_record")
         if not self.clean_start:
             # after a power loss: the LEO it had and the one the page cache let it keep
             cut = log.power_loss_cut

@@ -11,7 +11,13 @@ What is kept, per replica, on the broker's simulated disk (:class:`BrokerDisk`):
 * the leader-epoch cache (``leader-epoch-checkpoint``), the HW checkpoint
   (``replication-offset-checkpoint``), the logStartOffset checkpoint and the
   clean-shutdown marker. Checkpoint files are written with fsync, so they survive power
-  loss, but they are only as fresh as their last write.
+  loss, but they are only as fresh as their last write;
+* ``damaged``: the offsets of records (isrlab's record batches) whose bytes on disk no
+  longer match their CRC (the ``corrupt_disk`` fault). The damage is on disk: it survives
+  crashes and goes only with the record (truncation, retention, deletion). Nothing checks
+  it on the leader's read path (``LogSegment.read`` hands out the bytes as they are); a
+  follower's append (``UnifiedLog.analyzeAndValidateRecords``) and recovery after an
+  unclean shutdown (``LogSegment.recover``) find it by the CRC.
 
 The in-memory high watermark is *not* here: it is volatile and belongs to the replica
 state machine, which writes it to the checkpoint on Kafka's schedule.
@@ -23,6 +29,7 @@ diverging-epoch check.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -192,6 +199,11 @@ class PartitionLog:
     written_back: int = 0
     #: the last power loss's toll, (LEO before, LEO after), until the restart traces it
     power_loss_cut: tuple[int, int] | None = None
+    #: offsets of the records damaged on disk, sorted (see the module note)
+    damaged: list[int] = field(default_factory=list)
+    #: what the last recovery found, (damaged offset, LEO before it cut the log there),
+    #: until the restart traces it
+    recovery_corruption: tuple[int, int] | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -220,6 +232,29 @@ class PartitionLog:
         if 0 <= i < len(self.records):
             return self.records[i]
         return None
+
+    def damaged_in(self, start: int, end: int) -> tuple[int, ...]:
+        """The damaged offsets in [``start``, ``end``), in order."""
+        d = self.damaged
+        if not d or start >= end:
+            return ()
+        return tuple(d[bisect_left(d, start):bisect_left(d, end)])
+
+    def corrupt(self, offset: int) -> int | None:
+        """Damage the record at ``offset`` on disk (-1: the last record); the offset
+        damaged, or None when the log holds no such record."""
+        if offset < 0:
+            offset = self.log_end_offset - 1
+        if self.record_at(offset) is None:
+            return None
+        if offset not in self.damaged:
+            insort(self.damaged, offset)
+        return offset
+
+    def _forget_damage(self, lo: int, hi: int) -> None:
+        """The records in [``lo``, ``hi``) left the disk, and their damage with them."""
+        if self.damaged:
+            self.damaged = [d for d in self.damaged if not lo <= d < hi]
 
     @property
     def epoch_checkpoint(self) -> list[tuple[int, int]]:
@@ -288,6 +323,7 @@ class PartitionLog:
         if self.records:
             keep = max(0, offset - self.records[0][0])
             del self.records[keep:]
+        self._forget_damage(offset, old)
         # LocalLog.truncateTo: segments based above the target go, the one holding it is cut
         while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
             self.segments.pop()
@@ -303,6 +339,7 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.records.clear()
+        self.damaged = []
         self.segments = [Segment(offset)]
         self.log_start_offset = offset
         self.log_start_checkpoint = offset
@@ -328,6 +365,7 @@ class PartitionLog:
             if self.records:
                 drop = max(0, new_base - self.records[0][0])
                 del self.records[:drop]
+            self._forget_damage(gone[0].base_offset, new_base)
         return gone
 
     # -- crashes ---------------------------------------------------------------------------
@@ -361,12 +399,32 @@ class PartitionLog:
 
     def load(self, *, unclean: bool) -> None:
         """``LogLoader.load`` (3.7.0) when the broker opens the log. After an unclean
-        shutdown the records from the recovery point on are read again
-        (``LogSegment.recover``), each batch whose epoch is above the cache's latest
-        assigning it. In every case the cache is then cut to the log at both ends
-        (``truncateFromEnd(nextOffset)``; ``truncateFromStart(logStartOffset)``: "the earliest
-        leader epoch may not be flushed during a hard failure")."""
+        shutdown the records of the unflushed segments are read again
+        (``LogLoader.recoverLog``, ``recoverSegment`` → ``LogSegment.recover``): the first
+        damaged record from the segment holding the recovery point on fails its CRC check
+        (``RecordBatch.ensureValid``, CorruptRecordException), the segment is cut there and
+        the segments after it are deleted ("Corruption found in segment ..."); damage in the
+        flushed segments before it is not looked at. The records kept from the recovery
+        point on assign their epochs when above the cache's latest. In every case the cache
+        is then cut to the log at both ends (``truncateFromEnd(nextOffset)``;
+        ``truncateFromStart(logStartOffset)``: "the earliest leader epoch may not be flushed
+        during a hard failure")."""
         if unclean:
+            # LogSegments.values(recoveryPoint, ...) starts at the segment that includes
+            # the recovery point, not at the recovery point itself
+            base = self.segments[0].base_offset
+            for seg in self.segments:
+                if seg.base_offset <= self.recovery_point:
+                    base = seg.base_offset
+            d = self.damaged
+            i = bisect_left(d, base)
+            if i < len(d) and d[i] < self.log_end_offset:
+                leo = self.log_end_offset
+                self.truncate_to(d[i])
+                self.recovery_corruption = (d[i], leo)
+                if self.log_end_offset < self.log_start_checkpoint:
+                    # deleteSegmentsIfLogStartGreaterThanLogEnd
+                    self.truncate_fully_and_start_at(self.log_start_checkpoint)
             for rec in self.read(self.recovery_point, self.log_end_offset, 1 << 62):
                 if rec[2] > self.epochs.latest_epoch():
                     self.epochs.assign(rec[2], rec[0])

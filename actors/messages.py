@@ -162,6 +162,10 @@ class FetchResponse:
     diverging_end_offset: int
     leader_epoch: int
     correlation: int
+    #: the offsets among ``records`` whose batch is damaged on the leader's disk (the
+    #: ``corrupt_disk`` fault): sent as they are (``LogSegment.read`` checks no CRC), and
+    #: what the receiver's own CRC check (``RecordBatch.isValid``) would find
+    damaged: tuple[int, ...] = ()
 
 
 @message(12)

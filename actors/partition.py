@@ -45,6 +45,7 @@ from actors.messages import (
     PartitionState,
     Produce,
     ProduceResponse,
+    Record,
     Tick,
 )
 from actors.replica_state import UNKNOWN_OFFSET, FollowerState, StaleFetch
@@ -413,7 +414,7 @@ class Partition(LocalReplica):
         return self.follower_answer(req), req.fetch_offset < self.leo
 
     def _update_follower_fetch_state(self, req: Fetch) -> None:
-        """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (1.3, 1.5)."""
+        """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (docs/eras.md 1.3, 1.5)."""
         st = self.followers[req.replica]
         changed = st.log_end_offset != req.fetch_offset
         alive = (self.broker_epochs.get(req.replica, (-1, False))[0]
@@ -437,7 +438,16 @@ class Partition(LocalReplica):
                              min(req.max_records, self.cfg.replica_fetch_max_records))
         return FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
                              self.log.log_start_offset, recs, -1, -1,
-                             self.leader_epoch, req.correlation)
+                             self.leader_epoch, req.correlation, self._damage_in(recs))
+
+    def _damage_in(self, recs: tuple[Record, ...]) -> tuple[int, ...]:
+        """The damaged offsets among ``recs`` (the ``corrupt_disk`` fault). The leader reads
+        its log without checking any CRC (``LogSegment.read`` returns the file's bytes; the
+        zero-copy send never looks inside): a damaged batch is served as it is, and the
+        answer names it so that the receiver can tell, as its own CRC check would."""
+        if not recs or not self.log.damaged:
+            return ()
+        return self.log.damaged_in(recs[0][0], recs[-1][0] + 1)
 
     def _answer_follower_fetch(self, src: Address, req: Fetch) -> None:
         self.send(src, self.follower_answer(req))
@@ -466,7 +476,7 @@ class Partition(LocalReplica):
         recs = self.log.read(req.fetch_offset, self.hw, req.max_records)
         return FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
                              self.log.log_start_offset, recs, -1, -1, self.leader_epoch,
-                             req.correlation)
+                             req.correlation, self._damage_in(recs))
 
     def _answer_consumer_fetch(self, src: Address, req: Fetch) -> None:
         self.send(src, self.consumer_answer(req))

@@ -7,8 +7,8 @@ the partition (``hosted``: a reassignment creates and deletes the log, :meth:`cr
 are driven by four kinds of input: PartitionState (LeaderAndIsr), requests (Fetch,
 Produce, OffsetsForLeaderEpoch, ListOffsets), responses, and its own timers.
 
-The rules are Kafka's, cited from KAFKA_REFERENCE section 1, and switched by era
-(:mod:`actors.eras`):
+The rules are Kafka's, summarised in docs/eras.md, section 1 (the numbers below are its
+subsections), and switched by era (:mod:`actors.eras`):
 
 * **Leader HW** (1.2): ``min(leader LEO, LEO of every remote replica that is in the
   maximal ISR, or caught up and ISR-eligible)``, never decreasing; not at all while the

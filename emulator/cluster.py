@@ -526,6 +526,23 @@ class Cluster:
                     and fetcher in (-1, m.fetcher)):
                 self.sched.inject((node, name), FetcherStall(ms))
 
+    def corrupt_disk(self, node: str, topic: str, partition: int, offset: int
+                     ) -> tuple[int, str]:
+        """Damage the record at ``offset`` (-1: the last) of ``topic-partition`` on broker
+        ``node``'s disk, whether its process is up or not: (the offset damaged, "") or
+        (-1, why nothing was). The running replica shares the log with the disk, so its
+        next read serves the damage and its next recovery meets it."""
+        b = int(node[7:]) if node.startswith("broker-") and node[7:].isdigit() else -1
+        log = self.disks[b].logs.get((topic, partition)) if b in self.disks else None
+        if log is None:
+            return -1, f"{node} hosts no log of {topic}-{partition}"
+        damaged = log.corrupt(offset)
+        if damaged is None:
+            return -1, (f"{node}'s log of {topic}-{partition} has no record at offset "
+                        f"{offset}" if offset >= 0 else f"{node}'s log of {topic}-{partition} "
+                        f"is empty")
+        return damaged, ""
+
     def elect_preferred(self, partitions: list[str]) -> None:
         """``kafka-leader-election --election-type preferred`` for ``partitions`` (names;
         none: every partition), delivered to the controller."""

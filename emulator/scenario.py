@@ -36,7 +36,6 @@ from traces.schema import ANOMALIES, DEFAULT_FORBID
 SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
-LONG_MAX = 2**63 - 1
 
 
 class ScenarioError(Exception):
@@ -142,8 +141,8 @@ CLUSTER: dict[str, Key] = {
     "replica.fetch.backoff.ms": Key(INT, 1000, _nonneg),
     "replica.socket.timeout.ms": Key(INT, 30000, _pos),
     "replica.high.watermark.checkpoint.interval.ms": Key(INT, 5000, _pos),
-    "log.flush.interval.messages": Key(INT, LONG_MAX, _pos),
-    "log.flush.interval.ms": Key(INT, LONG_MAX, _pos),
+    "log.flush.interval.messages": Key(INT, LONG_MAX_VALUE, _pos),
+    "log.flush.interval.ms": Key(INT, LONG_MAX_VALUE, _pos),
     "log.retention.check.interval.ms": Key(INT, 300000, _pos),
     "broker.heartbeat.interval.ms": Key(INT, 2000, _pos),
     "broker.session.timeout.ms": Key(INT, 9000, _pos),
@@ -260,6 +259,9 @@ FAULT: dict[str, Key] = {
     "throttle": Key(INT, 0, _nonneg),
     "partitions": Key(INT, 0, _between(0, 10_000, "partitions of one topic")),
 }
+#: a corrupt_disk step: its own keys, in its entries only (other entries keep their shape)
+CORRUPT_DISK: dict[str, Key] = {**FAULT, "topic_partition": Key(STR, None), "offset": Key(
+    INT, -1, lambda v: None if v >= -1 else "must be >= -1 (-1: the last record)")}
 
 EXPECT: dict[str, Key] = {
     "anomalies": Key((list,), [], _strings),
@@ -280,7 +282,7 @@ ADMIN: dict[str, Key] = {
 }
 
 CATALOG: dict[str, Key] = {
-    "reference": Key(STR, ""),          # KAFKA_REFERENCE section 2 id, e.g. "S1"
+    "reference": Key(STR, ""),          # id in docs/historical-scenarios.md, e.g. "S1"
     "fixed": Key((list,), [], _overrides),   # --set overrides under which the bug is gone
     "random": Key((list,), [], _overrides),  # --set overrides for its random-fault mode
 }
@@ -380,10 +382,9 @@ def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
                 if problem:
                     raise src.error(path, f"{problem} (got {v!r})")
             out[key] = v
-        elif k.default is not None or key in ("replica.lag.time.max.ms",
-                                               "offsets.topic.replication.factor",
-                                               "unclean.leader.election.enable", "forbid",
-                                               "socket.connection.setup.timeout.ms"):
+        elif k.default is not None or key in (
+                "replica.lag.time.max.ms", "offsets.topic.replication.factor",
+                "unclean.leader.election.enable", "forbid", "socket.connection.setup.timeout.ms"):
             out[key] = copy.deepcopy(k.default)
         else:
             raise src.error(path, "is required")
@@ -448,7 +449,7 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
             if prev["name"] == topic["name"]:
                 raise src.error(f"topics[{i}].name", f"{topic['name']!r} is also the name of "
                                 f"topics[{j}]: topic names must be unique")
-            if _metric_name(prev["name"]) == _metric_name(topic["name"]):
+            if prev["name"].replace(".", "_") == topic["name"].replace(".", "_"):
                 raise src.error(f"topics[{i}].name", f"{topic['name']!r} collides with "
                                 f"topics[{j}].name {prev['name']!r}: '.' and '_' are the "
                                 f"same in metric names (Kafka: InvalidTopicException, "
@@ -515,7 +516,8 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     plan = []
     from faults.plan import FAULT_KINDS, NEMESES
     for i, f in enumerate(faults["plan"]):
-        fe = _check_table(src, f"faults.plan[{i}]", f, FAULT)
+        fe = _check_table(src, f"faults.plan[{i}]", f, CORRUPT_DISK if isinstance(f, dict)
+                          and f.get("fault") == "corrupt_disk" else FAULT)
         if fe["fault"] not in FAULT_KINDS:
             raise src.error(f"faults.plan[{i}].fault",
                             f"unknown fault {fe['fault']!r} (known: {', '.join(FAULT_KINDS)})")
@@ -573,11 +575,6 @@ INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_s
 #: ``Topic.MAX_NAME_LENGTH``
 MAX_TOPIC_NAME = 249
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
-
-
-def _metric_name(topic: str) -> str:
-    """``Topic.hasCollision``: '.' and '_' are one character in metric names."""
-    return topic.replace(".", "_")
 
 
 def _check_topic_name(src: _Source, field: str, name: str) -> None:
@@ -776,19 +773,20 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     partitions = _partition_names(sc)
     nodes |= {f"coordinator:{c['group']}" for c in sc["consumers"]}
     _check_names(src, f"{where}.target", targets, nodes, partitions)
-    if fe["fault"] in ("add_broker", "decommission"):
-        brokers = {n for n in nodes if n.startswith("broker-")}
-        _check_names(src, f"{where}.target", targets, brokers, set())
-        if fe["fault"] == "add_broker":
-            spares = {f"broker-{b}" for b in range(sc["cluster"]["brokers"] + 1, every + 1)}
-            for t in targets:
-                if t not in spares:
-                    raise src.error(f"{where}.target", f"{t!r} is not a spare broker (an "
-                                    f"add_broker starts one of cluster.spare.brokers: "
-                                    f"{', '.join(sorted(spares)) or 'none'})")
+    brokers = {n for n in nodes if n.startswith("broker-")}
+    if fe["fault"] in ("add_broker", "decommission", "stall_fetcher", "corrupt_disk"):
+        _check_names(src, f"{where}.target", targets, brokers,
+                     set() if fe["fault"] in ("add_broker", "decommission") else partitions)
+    if fe["fault"] == "add_broker":
+        spares = {f"broker-{b}" for b in range(sc["cluster"]["brokers"] + 1, every + 1)}
+        for t in targets:
+            if t not in spares:
+                raise src.error(f"{where}.target", f"{t!r} is not a spare broker (an "
+                                f"add_broker starts one of cluster.spare.brokers: "
+                                f"{', '.join(sorted(spares)) or 'none'})")
+    if fe["fault"] == "corrupt_disk" and fe["topic_partition"] not in partitions:
+        raise src.error(f"{where}.topic_partition", f"no partition {fe['topic_partition']!r}")
     if fe["fault"] == "stall_fetcher":
-        brokers = {n for n in nodes if n.startswith("broker-")}
-        _check_names(src, f"{where}.target", targets, brokers, partitions)
         sources = fe["source"] if isinstance(fe["source"], list) else [fe["source"]]
         _check_names(src, f"{where}.source", [s for s in sources if s != ""], brokers,
                      partitions)

@@ -38,7 +38,12 @@ broker (``cluster.spare.brokers``), which later faults and reassignments may the
 ``decommission`` moves a random broker's replicas away and retires it (never leaving fewer
 brokers than the largest replication factor plus one; later faults no longer pick it);
 ``add_partitions`` gives a random data topic one or two more partitions (an operation: the
-new partitions are created fully replicated, so not counted by the budget).
+new partitions are created fully replicated, so not counted by the budget);
+``corrupt_disk`` damages the last record batch of a random data-topic partition on a
+random broker hosting it (in the cluster's first placement; a broker that no longer hosts
+it by then is traced as skipped): a leader's damage strands its followers behind it, a
+follower's waits for its next unclean restart or for it to lead (not counted by the
+budget: nothing stops).
 
 **Swarm mode** (``nemesis = ["swarm"]`` is not a kind; use ``swarm = true`` upstream): each
 seed draws its own subset of the listed kinds, so rare combinations get whole runs.
@@ -251,6 +256,14 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             counts[t0["name"]] = new
             entry = {"at_s": at, "fault": "add_partitions", "target": t0["name"],
                      "partitions": new}
+        elif kind == "corrupt_disk":
+            # the cluster's first placement: partition p on brokers p, p+1, ... (mod n)
+            t0 = rng.choice(topics)
+            p = rng.randrange(t0["partitions"])
+            first = sc["cluster"]["brokers"]
+            hosts = [(p + i) % first + 1 for i in range(min(first, t0["replication.factor"]))]
+            entry = {"at_s": at, "fault": "corrupt_disk", "target": f"broker-{rng.choice(hosts)}",
+                     "topic_partition": f"{t0['name']}-{p}", "offset": -1}
         else:
             continue
         plan.append(entry)

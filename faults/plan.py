@@ -23,6 +23,10 @@ A plan entry is a table (TOML ``[[faults.plan]]``, also what the trace header re
     throttle = 1000000    for "reassign": ``--throttle`` in bytes/s (0: none): the moving
                           replicas' traffic outside the ISR is limited until the move ends
     partitions = 6        for "add_partitions": the topic's new partition count
+    topic_partition       for "corrupt_disk": the partition ("orders-0") whose log on the
+                          target broker is damaged
+    offset = 41           for "corrupt_disk": the record damaged (-1, the default: the last
+                          record of that replica's log when the fault starts)
 
 Kinds (after Jepsen's nemeses):
 
@@ -47,6 +51,16 @@ Kinds (after Jepsen's nemeses):
 * ``stall_fetcher``: replica fetcher threads of the target broker stop working (a thread
   stuck on a lock, a slow disk, a long GC pause of one thread): every partition they carry
   stops fetching, so the leader drops from the ISR those that are being written to;
+* ``corrupt_disk``: one record batch (an isrlab record) in the target broker's log of
+  ``topic_partition`` is damaged on disk, as a bad sector or a bit flip on a disk or
+  controller without end-to-end checks would (corruption on the wire is TCP's: the
+  network retransmits it). Kafka finds it by the batch's CRC, and only where it checks
+  one: a leader serves the damaged batch as it is; a follower refuses to append a fetch
+  answer holding it and fetches the same offset again after ``replica.fetch.backoff.ms``,
+  for ever (it falls out of the ISR by the lag rules; nothing repairs it); recovery after
+  an unclean shutdown cuts the log at it when it lies in a segment being recovered (the
+  one holding the recovery point, or a later one). Instant: traced as ``start`` with the
+  offset damaged, or ``skipped`` with the reason (no such record, no log, no leader);
 * ``preferred_election`` (an operation, not a fault): ``kafka-leader-election
   --election-type preferred`` for the partitions named in ``target`` (``"orders-0"``, a list,
   or ``"all"``): each one's first assigned replica takes over if it is in the ISR;
@@ -82,7 +96,8 @@ FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition
                "partition_reject",
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
                "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign",
-               "add_broker", "decommission", "create_topic", "add_partitions")
+               "add_broker", "decommission", "create_topic", "add_partitions",
+               "corrupt_disk")
 #: plan steps whose target names partitions ("orders-0"), not nodes
 PARTITION_STEPS = ("preferred_election", "reassign", "cancel_reassign")
 #: plan steps whose target names a topic
@@ -93,7 +108,7 @@ NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "p
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
            "controlled_shutdown", "reassign", "add_broker", "decommission", "add_partitions",
-           "partition_reject")
+           "partition_reject", "corrupt_disk")
 
 
 class World(Protocol):
@@ -128,6 +143,8 @@ class World(Protocol):
     def create_topic(self, topic: str) -> None: ...
     def add_partitions(self, topic: str, count: int) -> None: ...
     def controlled_shutdown(self, node: str, down_s: float) -> None: ...
+    def corrupt_disk(self, node: str, topic: str, partition: int, offset: int
+                     ) -> tuple[int, str]: ...
     def trace_fault(self, fault: str, phase: str, target: list[str], **extra: Any) -> None: ...
     def after(self, delay_s: float, fn: Any) -> None: ...
 
@@ -213,6 +230,9 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
             world.add_partitions(topic, int(f.get("partitions", 0)))
         return
     nodes = resolve(world, f.get("target", ""))
+    if kind == "corrupt_disk":
+        _corrupt_disk(world, f, nodes)
+        return
     dur = float(f.get("duration_s", 0.0))
     world.trace_fault(kind, "start", nodes, duration_s=dur)
     stop: Any = None
@@ -288,3 +308,22 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
             world.trace_fault(kind, "stop", nodes)
             stop()
         world.after(dur, finish)
+
+
+def _corrupt_disk(world: World, f: dict[str, Any], nodes: list[str]) -> None:
+    """Damage one record of ``topic_partition`` on each target broker's disk, traced per
+    broker: ``start`` with the offset damaged, or ``skipped`` with why nothing was."""
+    tp = str(f.get("topic_partition", ""))
+    topic, _, p = tp.rpartition("-")
+    wanted = int(f.get("offset", -1))
+    if not nodes:
+        world.trace_fault("corrupt_disk", "skipped", [], topic_partition=tp, offset=wanted,
+                          reason=f"{f.get('target')!s} names no broker now")
+        return
+    for n in nodes:
+        offset, why = world.corrupt_disk(n, topic, int(p), wanted)
+        if offset >= 0:
+            world.trace_fault("corrupt_disk", "start", [n], topic_partition=tp, offset=offset)
+        else:
+            world.trace_fault("corrupt_disk", "skipped", [n], topic_partition=tp,
+                              offset=wanted, reason=why)

@@ -85,6 +85,11 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "segment_roll": ("topic", "partition", "replica", "base_offset"),
     "segment_delete": ("topic", "partition", "replica", "base_offset", "next_offset", "reason"),
     "log_recovery": ("topic", "partition", "replica", "leo", "hw", "log_start_offset"),
+    # a record batch whose CRC does not match (the corrupt_disk fault), found by a follower
+    # appending what it fetched (where "fetch": nothing appended, fetched again after the
+    # backoff) or by log recovery after an unclean shutdown (where "recovery": the log is
+    # cut at ``offset``)
+    "corrupt_record": ("topic", "partition", "replica", "offset", "where"),
     "become_leader": ("topic", "partition", "replica", "leader_epoch", "isr", "leo", "hw"),
     "become_follower": ("topic", "partition", "replica", "leader", "leader_epoch", "leo", "hw"),
     "isr_change": (
@@ -168,7 +173,7 @@ HW_REASONS: Final = (
 
 RUN_STATUSES: Final = ("ok", "anomalies", "error", "aborted")
 
-#: Anomaly names (DESIGN section 5); every --json output carries all of them.
+#: Anomaly names (defined in docs/anomalies.md); every --json output carries all of them.
 ANOMALIES: Final = (
     "lost_acked_write",
     "lost_acked_uncommitted",

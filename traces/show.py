@@ -57,6 +57,7 @@ _COLOURS: Final[dict[str, str]] = {
     "isr_change": "\x1b[1;35m", "alter_partition": "\x1b[35m",
     "alter_partition_result": "\x1b[35m", "partition_offline": "\x1b[1;31m",
     "hw_update": "\x1b[34m", "leo_update": "\x1b[2;34m", "log_truncate": "\x1b[1;31m",
+    "corrupt_record": "\x1b[1;31m",
     "produce_send": "\x1b[32m", "produce_ack": "\x1b[1;32m", "produce_error": "\x1b[31m",
     "consume": "\x1b[36m", "offset_commit": "\x1b[2;36m", "offset_reset": "\x1b[1;36m",
     "run_start": "\x1b[1m", "run_end": "\x1b[1m", "phase": "\x1b[1m",
@@ -176,6 +177,9 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
     "log_truncate": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} leo "
                                f"{e.get('old_leo')}→{e.get('new_leo')} ({e.get('reason')})",
                      ("topic", "partition", "replica", "old_leo", "new_leo", "reason")),
+    "corrupt_record": (lambda e: f"{_tp(e)} {_r(e.get('replica'))} @{e.get('offset')} "
+                                 f"fails its CRC ({e.get('where')})",
+                       ("topic", "partition", "replica", "offset", "where")),
     "log_start_offset_update": (
         lambda e: f"{_tp(e)} {_r(e.get('replica'))} log start {e.get('old')}→{e.get('new')} "
                   f"({e.get('reason')})",
