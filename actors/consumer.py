@@ -35,6 +35,20 @@ Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protoc
    (``offset_fetch``, with the time it was asked for), which is what the checkers'
    ``lost_committed_offset`` rule reads.
 
+5. **Requests and their timeouts**: every request the member sends — fetch, ListOffsets,
+   OffsetFetch, JoinGroup, OffsetCommit, heartbeat — is in flight until its answer comes or
+   its timeout fires, as ``NetworkClient``'s ``InFlightRequests`` holds it for
+   ``ConsumerNetworkClient``: ``request.timeout.ms``; a fetch adds ``fetch.max.wait.ms``,
+   the time the leader may park it; a JoinGroup is given the rebalance's bound plus 5 s. A
+   request that times out closes the connections to its broker
+   (``NetworkClient.handleTimedOutRequests`` → ``processTimeoutDisconnection``): it fails
+   with ``request_failed`` reason=timeout, and every other request in flight to that broker
+   fails as disconnected, exactly as a reset fails them (:meth:`Consumer.connection_reset`).
+   A request is never left without its timeout: a rebalance that gives up the partitions a
+   fetch named does not forget the fetch, and whenever a fetch is over — answered, timed out
+   or disconnected — the next fetches go (``Fetcher.sendFetches``), so a partition held back
+   behind a fetch pending at its leader (``nodesWithPendingFetchRequests``) always goes on.
+
 A restarted consumer process is a new incarnation of the same member name: the
 coordinator rebalances at once and the member resumes from the committed offsets, which
 is Kafka's at-least-once: records after the last commit are read again.
@@ -44,7 +58,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from actors.client import Client
 from actors.coordinator import (
@@ -59,10 +73,12 @@ from actors.group import protocol_of
 from actors.messages import (
     FENCED_LEADER_EPOCH,
     ILLEGAL_GENERATION,
+    NETWORK_EXCEPTION,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
     REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT,
     UNKNOWN_MEMBER_ID,
     Fetch,
     FetchResponse,
@@ -81,6 +97,17 @@ from actors.messages import (
     Tick,
 )
 from actors.wire import fields
+
+#: the requests a member sends, as ``request_failed`` names them
+FETCH: Final = "Fetch"
+LIST_OFFSETS: Final = "ListOffsets"
+OFFSET_FETCH: Final = "OffsetFetch"
+OFFSET_COMMIT: Final = "OffsetCommit"
+JOIN_GROUP: Final = "JoinGroup"
+HEARTBEAT: Final = "Heartbeat"
+#: ``AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE``: a JoinGroup may be held by the
+#: coordinator for the rebalance timeout, and is given this much more before it times out
+JOIN_GROUP_TIMEOUT_LAPSE_MS: Final = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +132,19 @@ class ConsumerConfig:
     reconnect_backoff_max_ms: int = 1000
 
 
+@dataclass(slots=True)
+class InFlight:
+    """A request sent and not yet over (an entry of ``NetworkClient``'s
+    ``InFlightRequests``): the broker node it went to, which request it is, the partitions
+    it names, the handle of its timeout timer and when it was sent."""
+
+    node: str
+    request: str
+    partitions: tuple[int, ...]
+    handle: int
+    sent_us: int
+
+
 class Consumer(Client):
     def __init__(self, node: str, cfg: ConsumerConfig, *, brokers: tuple[int, ...],
                  incarnation: int = 1, connection_rng: random.Random | None = None) -> None:
@@ -127,27 +167,91 @@ class Consumer(Client):
         #: commits in flight: correlation -> (partition, offset, commit id)
         self.commits: dict[int, tuple[int, int, int]] = {}
         self._commit_ids = 0
-        #: OffsetFetch in flight: correlation -> when it was sent
-        self.fetch_sent_us: dict[int, int] = {}
-        #: onJoinPrepare: the commits whose answers the rejoin waits for
+        #: onJoinPrepare: the commits whose answers (or failures) the rejoin waits for
         self._sync_commits: set[int] = set()
-        self._sync_token = 0
         self.position: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.outstanding: dict[int, int] = {}   # partition -> correlation in flight
         #: partitions waiting out a retry backoff: no fetch request takes them meanwhile
         self._waiting: set[int] = set()
-        #: leader node -> the correlation of this member's fetch request pending there
-        self._fetch_inflight: dict[str, int] = {}
+        #: every request in flight, by correlation; each has a live timeout timer
+        self.requests: dict[int, InFlight] = {}
         self._answering = False
-        self.timeouts: dict[int, int] = {}      # correlation -> its timeout timer's handle
-        #: partition -> (node, request) of what is in flight
-        self.outstanding_to: dict[int, tuple[str, str]] = {}
         self.consumer_name = f"{cfg.group}-{cfg.member}"
         self._join_corr = -1
         self._last_coordinator_ms = 0
         #: eager protocol, between onJoinPrepare and the new assignment: nothing is fetched
         self._rejoining = False
+
+    # -- requests in flight (NetworkClient.InFlightRequests) ---------------------------------
+    def _track(self, corr: int, node: str, request: str, timeout_ms: float,
+               partitions: tuple[int, ...] = ()) -> None:
+        """``corr`` was sent to ``node``: it is in flight until answered, failed, or its
+        timeout fires (``ClientRequest.requestTimeoutMs``)."""
+        handle = self.timer(timeout_ms, Tick("request_timeout", corr, 0), cancellable=True)
+        self.requests[corr] = InFlight(node, request, partitions, handle, self.now_us)
+
+    def _answered(self, corr: int) -> InFlight | None:
+        """``corr`` is over (answered, or no longer waited for): no timeout any more. None
+        when it was not in flight (a late answer to a request that already failed)."""
+        req = self.requests.pop(corr, None)
+        if req is not None:
+            self.cancel_timer(req.handle)
+        return req
+
+    def _fetch_nodes(self) -> set[str]:
+        """The brokers with a fetch request of this member pending
+        (``AbstractFetch.nodesWithPendingFetchRequests``)."""
+        return {r.node for r in self.requests.values() if r.request == FETCH}
+
+    def _on_request_timeout(self, corr: int) -> None:
+        """``NetworkClient.handleTimedOutRequests``: the request ``corr`` is still
+        unanswered at its timeout. It fails (reason timeout), the connections to its broker
+        are closed (``processTimeoutDisconnection``), and every other request in flight to
+        that broker fails as disconnected, as :meth:`connection_reset` fails them; only then
+        is the timed-out request's own failure handled, so that nothing it triggers (a
+        retry, a rejoin) goes out on the connection being closed."""
+        req = self.requests.pop(corr, None)
+        if req is None:
+            return   # answered, failed with its connection, or replaced: a stale timer
+        self._emit_failed(req, "timeout")
+        self.disconnect(req.node)
+        self.connection_reset(req.node)
+        self._fail(corr, req, "timeout")
+        self._send_fetches()
+
+    def _emit_failed(self, req: InFlight, reason: str) -> None:
+        """``request_failed``: one per partition the request named, else one for the
+        request (JoinGroup, heartbeat)."""
+        cfg = self.cfg
+        if not req.partitions:
+            self.emit("request_failed", peer=req.node, request=req.request, reason=reason,
+                      group=cfg.group, consumer=self.consumer_name)
+        for p in req.partitions:
+            self.emit("request_failed", topic=cfg.topic, partition=p, peer=req.node,
+                      request=req.request, reason=reason)
+
+    def _fail(self, corr: int, req: InFlight, reason: str) -> None:
+        """What a failed request (timed out or disconnected) means to the member, as the
+        response handlers of ``Fetcher`` and ``AbstractCoordinator`` take a
+        ``RequestFuture`` that failed: a partition still waiting for it is tried again after
+        the backoff with fresh metadata; a commit fails (``RetriableCommitFailedException``)
+        and, the last of a prepared rebalance, lets the member rejoin; a join is sent again
+        after the backoff; a heartbeat needs nothing more (its coordinator is looked up
+        again when it was the one disconnected, and the session check rejoins a member whose
+        coordinator stays silent)."""
+        if req.request in (FETCH, LIST_OFFSETS, OFFSET_FETCH):
+            failed = [p for p in req.partitions if self.outstanding.get(p) == corr]
+            for p in failed:
+                self._retry_later(p)
+            if failed:
+                self.refresh_metadata()
+        elif req.request == OFFSET_COMMIT:
+            self._on_commit_response(OffsetCommitResponse(
+                self.cfg.group, self.cfg.topic, req.partitions[0],
+                REQUEST_TIMED_OUT if reason == "timeout" else NETWORK_EXCEPTION, corr))
+        elif req.request == JOIN_GROUP and corr == self._join_corr:
+            self.timer(self.cfg.retry_backoff_ms * 5, Tick("join_retry", corr, 0))
 
     # -- the coordinator ---------------------------------------------------------------------
     @property
@@ -170,26 +274,43 @@ class Consumer(Client):
         self.timer(self.cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
 
     def _join(self) -> None:
+        """``AbstractCoordinator.sendJoinGroupRequest``. A join this one replaces is no
+        longer waited for (Kafka keeps one ``joinFuture``; the coordinator answers the
+        member, not the request, so its answer is the same). The coordinator may hold a
+        JoinGroup until the rebalance completes, so Kafka gives it the rebalance timeout plus
+        ``JOIN_GROUP_TIMEOUT_LAPSE``, and never less than ``request.timeout.ms``; isrlab's
+        coordinator bounds a rebalance by the members' session timeouts
+        (:mod:`actors.coordinator`), which stand for the rebalance timeout here."""
         cfg = self.cfg
+        self._answered(self._join_corr)
         corr = self.next_correlation()
         self._join_corr = corr
         self._last_coordinator_ms = self.now_ms
         coordinator = self.coordinator
         if coordinator is None:   # not known yet: ask for metadata, try again soon
             self.refresh_metadata()
-            self.timer(cfg.retry_backoff_ms * 5, Tick("join_timeout", corr, 0))
+            self.timer(cfg.retry_backoff_ms * 5, Tick("join_retry", corr, 0))
             return
         self._joined_partitions = self.partitions
         self.send(coordinator, JoinGroup(cfg.group, self.consumer_name, self.incarnation,
                                          cfg.topic, self.partitions, cfg.assignor,
                                          cfg.session_timeout_ms, corr))
-        self.timer(cfg.request_timeout_ms, Tick("join_timeout", corr, 0))
+        self._track(corr, coordinator[0], JOIN_GROUP,
+                    max(cfg.request_timeout_ms,
+                        cfg.session_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS))
+
+    def _joined(self) -> None:
+        """The join is over: the coordinator gave this member its generation."""
+        self._answered(self._join_corr)
+        self._join_corr = -1
+        self._last_coordinator_ms = self.now_ms
 
     def _on_assignment(self, a: GroupAssignment) -> None:
         if a.error in COORDINATOR_ERRORS:
             if a.correlation == self._join_corr:   # join again after the backoff
+                self._answered(a.correlation)
                 self._coordinator_unknown()
-                self.timer(self.cfg.retry_backoff_ms * 5, Tick("join_timeout", a.correlation, 0))
+                self.timer(self.cfg.retry_backoff_ms * 5, Tick("join_retry", a.correlation, 0))
             return
         if a.generation < self.generation:
             return
@@ -204,12 +325,10 @@ class Consumer(Client):
             return
         if (a.generation == self.generation and not self._rejoining
                 and tuple(a.partitions) == self.assigned):
-            self._join_corr = -1
-            self._last_coordinator_ms = self.now_ms
+            self._joined()
             return                                 # a re-delivery of what we hold
         self._rejoining = False
-        self._join_corr = -1
-        self._last_coordinator_ms = self.now_ms
+        self._joined()
         new = tuple(a.partitions)
         protocol = protocol_of(self.cfg.assignor)
         revoked = [p for p in self.assigned if p not in new]
@@ -252,9 +371,10 @@ class Consumer(Client):
     def _prepare_rebalance(self) -> None:
         """``ConsumerCoordinator.onJoinPrepare``: commit every position while the generation
         still holds and wait for the answers (``maybeAutoCommitOffsetsSync``: a failed commit
-        is not retried; ``request.timeout.ms`` bounds the wait here); under the eager
-        protocol give up every partition (``assignFromSubscribed(emptySet)``: positions
-        dropped, fetching stops); then join again."""
+        is not retried; each commit's ``request.timeout.ms`` bounds the wait); under the
+        eager protocol give up every partition (``assignFromSubscribed(emptySet)``: positions
+        dropped, fetching stops — a fetch already pending stays pending until its answer or
+        its timeout, as Kafka's does); then join again."""
         before = set(self.commits)
         self._commit(self.assigned)
         if protocol_of(self.cfg.assignor) == "eager":
@@ -264,9 +384,6 @@ class Consumer(Client):
             self._rejoining = True
         self._sync_commits = set(self.commits) - before
         if self._sync_commits:
-            self._sync_token += 1
-            self.timer(self.cfg.request_timeout_ms, Tick("sync_commit_timeout",
-                                                         self._sync_token, 0))
             return
         self._join()
 
@@ -296,10 +413,8 @@ class Consumer(Client):
             return
         corr = self.next_correlation()
         self.outstanding[p] = corr
-        self.outstanding_to[p] = (coordinator[0], "OffsetFetch")
-        self.fetch_sent_us[corr] = self.now_us
         self.send(coordinator, OffsetFetch(self.cfg.group, self.cfg.topic, p, corr))
-        self._timeout(self.cfg.request_timeout_ms, corr, p)
+        self._track(corr, coordinator[0], OFFSET_FETCH, self.cfg.request_timeout_ms, (p,))
 
     def _reset(self, p: int, old: int) -> None:
         policy = self.cfg.auto_offset_reset
@@ -315,10 +430,9 @@ class Consumer(Client):
             return
         corr = self.next_correlation()
         self.outstanding[p] = corr
-        self.outstanding_to[p] = (f"broker-{leader}", "ListOffsets")
         self.send(self.replica_address(leader, self.cfg.topic, p),
                   ListOffsets(self.cfg.topic, p, -2 if policy == "earliest" else -1, corr))
-        self._timeout(self.cfg.request_timeout_ms, corr, p)
+        self._track(corr, f"broker-{leader}", LIST_OFFSETS, self.cfg.request_timeout_ms, (p,))
         self.position[p] = -1 - old if old >= 0 else -1   # remembers the old for tracing
 
     def _fetch(self, p: int) -> None:
@@ -336,20 +450,26 @@ class Consumer(Client):
         """``Fetcher.sendFetches``: one request per leader broker without one pending,
         naming every fetchable partition it leads, each from its position; a partition
         whose leader is unknown or in its reconnect backoff ("awaiting reconnect backoff")
-        waits for a retry of its own."""
+        waits for a retry of its own. A partition held back by a pending request goes with
+        the next one, which is sent when the pending one is over, whichever way it ends:
+        answered (``handle``), timed out (:meth:`_on_request_timeout`) or disconnected
+        (:meth:`connection_reset`)."""
         cfg = self.cfg
+        if self._rejoining:
+            return
+        pending = self._fetch_nodes()
         by_leader: dict[int, list[tuple[int, int]]] = {}
         for p in self.assigned:
             pos = self.position.get(p, -1)
-            if pos < 0 or p in self.outstanding or p in self._waiting or self._rejoining:
+            if pos < 0 or p in self.outstanding or p in self._waiting:
                 continue
             leader, epoch = self.leader_of(cfg.topic, p)
             if leader < 0:   # the metadata lost its leader since: ask, and try again later
                 self._retry_later(p)
                 self.refresh_metadata()
                 continue
-            if f"broker-{leader}" in self._fetch_inflight:
-                continue   # goes with the next request, once the pending one is answered
+            if f"broker-{leader}" in pending:
+                continue   # goes with the next request, once the pending one is over
             wait_ms = self.connect_delay_ms(leader)
             if wait_ms > 0:
                 self._waiting.add(p)
@@ -362,47 +482,32 @@ class Consumer(Client):
             parts = []
             for p, epoch in sorted(by_leader[leader]):
                 self.outstanding[p] = corr
-                self.outstanding_to[p] = (node, "Fetch")
                 parts.append(fields(Fetch(cfg.topic, p, -1, -1, self.position[p], -1, epoch, 0,
                                           cfg.max_poll_records, corr, cfg.fetch_max_wait_ms)))
-            self._fetch_inflight[node] = corr
             self.send((node, REPLICA_MANAGER), ReplicaFetch(
                 -1, -1, self.consumer_name, cfg.fetch_max_wait_ms, 1, tuple(parts), corr))
-            self.timeouts[corr] = self.timer(cfg.fetch_max_wait_ms + cfg.request_timeout_ms,
-                                             Tick("fetch_timeout", corr, 0), cancellable=True)
-
-    def _fetch_done(self, corr: int) -> None:
-        """The fetch request ``corr`` is over (answered, timed out, or its connection
-        reset): its broker may be sent the next one."""
-        for node, c in sorted(self._fetch_inflight.items()):
-            if c == corr:
-                del self._fetch_inflight[node]
-        self.cancel_timer(self.timeouts.pop(corr, 0))
+            self._track(corr, node, FETCH, cfg.fetch_max_wait_ms + cfg.request_timeout_ms,
+                        tuple(p for p, _ in sorted(by_leader[leader])))
 
     def connection_reset(self, peer: str) -> None:
-        """The requests in flight to ``peer`` (fetches, offset lookups) fail now and are
-        tried again after the backoff, with fresh metadata; group membership keeps its
-        heartbeat and join timeouts; the coordinator's death makes it unknown
-        (``markCoordinatorUnknown``), so it is looked up again."""
+        """The connection to ``peer`` is down — reset by its host, or closed by this member
+        when a request to it timed out (``NetworkClient.processDisconnection``): every
+        request in flight to it fails now as disconnected (``cancelInFlightRequests``) and
+        is handled as :meth:`_fail` says; the coordinator's disconnect makes it unknown
+        (``markCoordinatorUnknown``), so it is looked up again before anything is sent to
+        it; and the fetches that were held back behind a failed one go."""
         super().connection_reset(peer)
         coordinator = self.coordinator
         if coordinator is not None and coordinator[0] == peer:
             self._coordinator_unknown()
-            if self._join_corr >= 0:   # a join in flight: again after the backoff
-                self.timer(self.cfg.retry_backoff_ms * 5,
-                           Tick("join_timeout", self._join_corr, 0))
-        pending = self._fetch_inflight.get(peer)
-        if pending is not None:
-            self._fetch_done(pending)
-        for p in sorted(p for p in self.outstanding
-                        if self.outstanding_to.get(p, ("", ""))[0] == peer):
-            self.emit("request_failed", topic=self.cfg.topic, partition=p, peer=peer,
-                      request=self.outstanding_to[p][1], reason="disconnected")
-            self._retry_later(p)
-            self.refresh_metadata()
-
-    def _timeout(self, delay_ms: float, corr: int, p: int) -> None:
-        self.timeouts[corr] = self.timer(delay_ms, Tick("timeout", corr, p), cancellable=True)
+        for corr in sorted(c for c, r in self.requests.items() if r.node == peer):
+            req = self._answered(corr)
+            if req is None:
+                continue   # a failure before it already ended it
+            self._emit_failed(req, "disconnected")
+            self._fail(corr, req, "disconnected")
+        if not self._answering:
+            self._send_fetches()
 
     def _retry_later(self, p: int) -> None:
         self.outstanding.pop(p, None)
@@ -420,7 +525,7 @@ class Consumer(Client):
             self._fetch(p)
 
     def _mine(self, p: int, correlation: int) -> bool:
-        self.cancel_timer(self.timeouts.pop(correlation, 0))   # answered: no timeout
+        """The answer ``correlation`` for ``p`` is the one ``p`` waits for."""
         if self.outstanding.get(p) != correlation or p not in self.assigned:
             return False
         del self.outstanding[p]
@@ -457,7 +562,7 @@ class Consumer(Client):
         t = type(msg)
         cfg = self.cfg
         if t is ReplicaFetchResponse:
-            self._fetch_done(msg.correlation)
+            self._answered(msg.correlation)
             self._answering = True   # every part first, then the next requests
             for part in msg.parts:
                 self._on_fetch_response(FetchResponse(*part))
@@ -465,8 +570,8 @@ class Consumer(Client):
             self._send_fetches()
         elif t is OffsetFetchResponse:
             p = msg.partition
-            sent = self.fetch_sent_us.pop(msg.correlation, -1)
-            if not self._mine(p, msg.correlation):
+            req = self._answered(msg.correlation)
+            if req is None or not self._mine(p, msg.correlation):
                 return
             if msg.error != NONE:
                 if msg.error in COORDINATOR_ERRORS:
@@ -474,7 +579,7 @@ class Consumer(Client):
                 self._retry_later(p)
                 return
             self.emit("offset_fetch", group=cfg.group, consumer=self.consumer_name,
-                      topic=cfg.topic, partition=p, offset=msg.offset, requested_us=sent)
+                      topic=cfg.topic, partition=p, offset=msg.offset, requested_us=req.sent_us)
             if msg.offset >= 0:
                 self.position[p] = msg.offset
                 self.committed[p] = msg.offset
@@ -483,6 +588,7 @@ class Consumer(Client):
                 self._reset(p, -1)
         elif t is ListOffsetsResponse:
             p = msg.partition
+            self._answered(msg.correlation)
             if not self._mine(p, msg.correlation):
                 return
             if msg.error != NONE:
@@ -499,6 +605,10 @@ class Consumer(Client):
         elif t is GroupAssignment:
             self._on_assignment(msg)
         elif t is GroupHeartbeatResponse:
+            # the answer to the oldest heartbeat in flight to that broker (the message
+            # carries no correlation; a connection answers in order)
+            self._answered(min((c for c, r in self.requests.items()
+                                if r.request == HEARTBEAT and r.node == src[0]), default=-1))
             self._last_coordinator_ms = self.now_ms
             if msg.error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
                 # unknown, or a generation the coordinator does not have (it lost it in a
@@ -508,6 +618,7 @@ class Consumer(Client):
             elif msg.error in COORDINATOR_ERRORS:
                 self._coordinator_unknown()
         elif t is OffsetCommitResponse:
+            self._answered(msg.correlation)
             self._on_commit_response(msg)
         elif t is Tick:
             self._on_tick(msg)
@@ -515,27 +626,12 @@ class Consumer(Client):
     def _on_tick(self, msg: Tick) -> None:
         cfg = self.cfg
         k = msg.kind
-        if k == "timeout":
-            p = msg.arg
-            self.timeouts.pop(msg.token, None)
-            if self.outstanding.get(p) == msg.token:
-                del self.outstanding[p]
-                self.refresh_metadata()
-                self._resume(p)
+        if k == "request_timeout":
+            self._on_request_timeout(msg.token)
         elif k == "retry":
             self._waiting.discard(msg.arg)
             if msg.arg not in self.outstanding:
                 self._resume(msg.arg)
-        elif k == "fetch_timeout":
-            if msg.token in self.timeouts:   # else answered, or its connection reset
-                self.timeouts.pop(msg.token)
-                self._fetch_done(msg.token)
-                timed_out = sorted(p for p, c in self.outstanding.items() if c == msg.token)
-                for p in timed_out:
-                    del self.outstanding[p]
-                self.refresh_metadata()
-                for p in timed_out:
-                    self._resume(p)
         elif k == "commit":
             self._commit(self.assigned)
             self.timer(cfg.auto_commit_interval_ms, Tick("commit", 0, 0))
@@ -544,17 +640,15 @@ class Consumer(Client):
             if self.generation >= 0 and coordinator is None:
                 self.refresh_metadata()
             elif self.generation >= 0 and coordinator is not None:
+                corr = self.next_correlation()
                 self.send(coordinator, GroupHeartbeat(
                     cfg.group, self.consumer_name, self.incarnation, self.generation))
+                self._track(corr, coordinator[0], HEARTBEAT, cfg.request_timeout_ms)
             if self.generation >= 0:
                 if self.now_ms - self._last_coordinator_ms > cfg.session_timeout_ms:
                     self._join()   # the coordinator has been silent: find it again
             self.timer(cfg.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
-        elif k == "sync_commit_timeout":
-            if msg.token == self._sync_token and self._sync_commits:
-                self._sync_commits.clear()
-                self._join()
-        elif k == "join_timeout":
+        elif k == "join_retry":
             if msg.token == self._join_corr:
                 self._join()
 
@@ -576,11 +670,13 @@ class Consumer(Client):
                           generation=self.generation, commit_id=self._commit_ids)
                 self.send(coordinator, OffsetCommit(
                     self.cfg.group, self.cfg.topic, p, pos, self.generation, corr))
+                self._track(corr, coordinator[0], OFFSET_COMMIT, self.cfg.request_timeout_ms,
+                            (p,))
 
     def _on_commit_response(self, r: OffsetCommitResponse) -> None:
-        """A commit acknowledged is traced; a failed one may be committed again (and after a
-        coordinator error, the coordinator is looked up again). The last answer a prepared
-        rebalance waits for lets it rejoin."""
+        """A commit acknowledged is traced; a failed one (an error, a timeout, a disconnect)
+        may be committed again (and after a coordinator error, the coordinator is looked up
+        again). The last answer a prepared rebalance waits for lets it rejoin."""
         entry = self.commits.pop(r.correlation, None)
         if entry is None:
             return
