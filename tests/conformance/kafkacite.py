@@ -49,6 +49,7 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "PartitionReassignmentRevertTest.java",
     "GroupCoordinatorTest":
         "core/src/test/scala/unit/kafka/coordinator/group/GroupCoordinatorTest.scala",
+    "NetworkClientTest": "clients/src/test/java/org/apache/kafka/clients/NetworkClientTest.java",
     "ClusterConnectionStatesTest":
         "clients/src/test/java/org/apache/kafka/clients/ClusterConnectionStatesTest.java",
     "EpochDrivenReplicationProtocolAcceptanceTest":
