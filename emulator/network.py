@@ -199,8 +199,8 @@ class Network:
     def send(self, now_us: int, src: Address, dst: Address, frame: bytes
              ) -> tuple[int, bytes] | str:
         """One frame an actor sends: ``(deliver_at_us, frame)``, or :data:`HELD` (its
-        connection holds it for a retransmission: a cut, a loss, a handshake) or
-        :data:`REJECT` (the link answers with a reset)."""
+        connection holds it for a retransmission), :data:`REJECT` (the link answers with
+        a reset) or :data:`BROKEN` (lost so often that the kernel broke the connection)."""
         if src[0] == dst[0]:
             return now_us, frame
         link = (src[0], dst[0])
@@ -355,8 +355,8 @@ class Network:
                 self._closed.get((stream.src, stream.dst[0]), 0) + 1)
         self.notes.append(("connection_failed", stream.src, {
             "dst": f"{stream.dst[0]}/{stream.dst[1]}", "reason": reason,
-            "discarded": len(held),
-            "stalled_ms": max(0, (stream.timer_us - stream.since_us) // 1000)}))
+            "discarded": len(held), "stalled_ms": 0 if stream.held is None else
+            max(0, (stream.timer_us - stream.since_us) // 1000)}))
         self._refresh()
         return reason, [], held
 

@@ -295,7 +295,7 @@ class Scheduler:
                     mid = self._tcp_ids.pop(id(frame), None)   # nondeterminism-ok: lookup
                     if mid is not None:
                         self._msg_ids[seq] = mid
-            if outcome not in ("wait", "release", "stale"):   # the connection failed
+            if discarded or outcome not in ("wait", "release", "stale"):
                 self._discard(discarded, outcome)
                 self._reset_actor(stream.src, stream.dst[0])
             self._network_io()
