@@ -131,7 +131,8 @@ class _Id:
         self.v = v
 
     def __repr__(self) -> str:   # sorts as the value does (sets, dict keys)
-        return f"id({self.v:+021d})"  # nondeterminism-ok: a renumbered position
+        # nondeterminism-ok: v is a renumbered position (renumber), not an address
+        return f"id({self.v:+021d})"
 
 
 _ID_TEXT: Final = re.compile(r"id\(([+-]\d{21})\)")
@@ -151,7 +152,8 @@ class _Walker:
     def __init__(self, now_us: int) -> None:
         self.now_us = now_us
         self._ids: set[int] = set()
-        self._active: set[int] = set()  # nondeterminism-ok: membership only
+        # nondeterminism-ok: membership only, never ordered nor digested
+        self._active: set[int] = set()   # id() of objects being walked (cycles)
 
     def rel_us(self, t: int) -> int:
         return t - self.now_us
