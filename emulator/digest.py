@@ -131,8 +131,7 @@ class _Id:
         self.v = v
 
     def __repr__(self) -> str:   # sorts as the value does (sets, dict keys)
-        # nondeterminism-ok: v is a renumbered position (renumber), not an address
-        return f"id({self.v:+021d})"
+        return f"id({self.v:+021d})"  # nondeterminism-ok: a renumbered position
 
 
 _ID_TEXT: Final = re.compile(r"id\(([+-]\d{21})\)")
@@ -152,8 +151,7 @@ class _Walker:
     def __init__(self, now_us: int) -> None:
         self.now_us = now_us
         self._ids: set[int] = set()
-        # nondeterminism-ok: membership only, never ordered nor digested
-        self._active: set[int] = set()   # id() of objects being walked (cycles)
+        self._active: set[int] = set()  # nondeterminism-ok: membership only
 
     def rel_us(self, t: int) -> int:
         return t - self.now_us

@@ -208,8 +208,7 @@ class Scheduler:
         node.machines = {}
         node.inboxes = {}
         for entry in node.held:
-            # nondeterminism-ok: identity lookup of a held entry; never ordered or traced
-            self._held_ids.pop(id(entry), None)
+            self._held_ids.pop(id(entry), None)  # nondeterminism-ok: identity lookup only
         node.held = []
         node.power_off = power_loss
         node.storage.crash(power_loss, now_ms=self.now // 1000)
@@ -575,8 +574,7 @@ class Scheduler:
                         if tracing:
                             mid = self._msg_ids.pop(seqs[i], None)
                             if mid is not None and fate == HELD:
-                                # nondeterminism-ok: keyed by identity, looked up only
-                                self._tcp_ids[id(frame)] = mid
+                                self._tcp_ids[id(frame)] = mid  # nondeterminism-ok: lookup only
                         if fate == HELD:
                             self._network_io()
                         else:   # a reset is never retransmitted; a reject answers one
@@ -588,8 +586,8 @@ class Scheduler:
                 if node.state == "paused":
                     node.held.append(entry)
                     if tracing and seqs[i] in self._msg_ids:
-                        # nondeterminism-ok: keyed by identity, looked up, never iterated
-                        self._held_ids[id(entry)] = self._msg_ids.pop(seqs[i])
+                        mid = self._msg_ids.pop(seqs[i])
+                        self._held_ids[id(entry)] = mid  # nondeterminism-ok: lookup only
                     continue
                 inbox = node.inboxes.get(dst[1])
                 if inbox is None:

@@ -323,6 +323,10 @@ class Unit:
 def run_unit(unit: Unit, progress: Callable[[UnitResult], None] | None = None
              ) -> UnitResult:
     """Search one unit (in this process or a worker's)."""
+
+    def _past(deadline: float) -> bool:
+        return time.monotonic() >= deadline  # nondeterminism-ok: budget ends search only
+
     r = UnitResult()
     cache = StateCache() if unit.cache else None
     depth = unit.sc["explore"]["depth"]
@@ -330,8 +334,7 @@ def run_unit(unit: Unit, progress: Callable[[UnitResult], None] | None = None
     prefix: list[int] | None = list(unit.root)
     while prefix is not None:
         if ((unit.max_executions and r.executions >= unit.max_executions)
-                # nondeterminism-ok: the wall-clock budget only ends the search early
-                or (unit.deadline and time.monotonic() >= unit.deadline)
+                or (unit.deadline and _past(unit.deadline))
                 or (unit.stop_when_found and unit.expected
                     and all(k in r.witnesses for k in unit.expected))):
             r.complete = False
@@ -423,8 +426,8 @@ class Explorer:
         s = self.summary
         if self.max_executions and s.executions >= self.max_executions:
             return True
-        # nondeterminism-ok: --budget 600s bounds the search, it never reaches a trace
-        return bool(self.max_seconds) and time.monotonic() - self._t0 >= self.max_seconds
+        elapsed = time.monotonic() - self._t0  # nondeterminism-ok: --budget, never traced
+        return bool(self.max_seconds) and elapsed >= self.max_seconds
 
     def _expected_found(self) -> bool:
         expected = self.sc["expect"]["anomalies"]
@@ -433,7 +436,7 @@ class Explorer:
     def _report(self, extra: UnitResult | None = None) -> None:
         if self.progress is None:
             return
-        now = time.monotonic()
+        now = time.monotonic()  # nondeterminism-ok: progress lines only
         if now - self._last_report < 1.0:
             return
         self._last_report = now
@@ -454,8 +457,7 @@ class Explorer:
         try:
             self._explore()
         finally:
-            # nondeterminism-ok: the summary's seconds, never in a trace
-            self.summary.seconds = time.monotonic() - self._t0
+            self.summary.seconds = time.monotonic() - self._t0  # nondeterminism-ok: report only
             if self.progress is not None and self.progress.isatty():
                 self.progress.write("\n")
         return self.summary
