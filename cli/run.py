@@ -109,32 +109,29 @@ def _run_scenario(args: argparse.Namespace, written: list[str]) -> int:
                           "sim_seconds": res.sim_seconds,
                           "wall_seconds": round(res.wall_seconds, 3),
                           "delivered": res.delivered,
-                          **({k: v for k, v in verdict.items() if k != "incomplete"}
+                          **({k: v for k, v in verdict.items()
+                              if k not in ("incomplete", "counts")}
                              if verdict else {}),
                           "incomplete": incomplete,
                           **({"interrupted": interrupted} if interrupted else {}),
                           **({"error": res.error} if res.error else {})}))
     else:
-        print(f"{sc['name']} seed {seed} (protocol {sc['protocol']}): {res.status}, "
-              f"{res.events} events, {res.delivered} messages delivered, "
-              f"{res.sim_seconds:.1f} simulated s in {res.wall_seconds:.1f} wall s")
-        print(f"trace  {out}\ndigest {res.digest}")
-        if res.error:
-            print(f"error  {res.error}")
-        for line in steps:
-            print(line)
-        if verdict:
-            found = {k: v for k, v in verdict["anomalies"].items() if v}
-            print("anomalies " + (", ".join(f"{k}={v}" for k, v in sorted(found.items()))
-                                  or "none"))
         if incomplete:
             why = (f"interrupted by {interrupted}" if interrupted else
                    f"status {res.status}" if res.status != "ok" else "no verdict")
-            print(f"expect   INCOMPLETE ({why}): the run did not finish, so no verdict")
+            print(f"INCOMPLETE: the run did not finish ({why}), so no verdict")
         elif verdict:
-            print("expect   " + ("met" if verdict["expect_met"] else
-                                 f"NOT met (forbidden found: {verdict['forbidden_found']}, "
-                                 f"expected missing: {verdict['missing_expected']})"))
+            print(verdict["verdict"]["headline"])
+        print(f"run       {sc['name']} seed {seed} (protocol {sc['protocol']}): {res.status}, "
+              f"{res.events} events, {res.delivered} messages delivered, "
+              f"{res.sim_seconds:.1f} simulated s in {res.wall_seconds:.1f} wall s")
+        if verdict:
+            print(f"anomalies {verdict['counts']}")
+        print(f"trace     {out}\ndigest    {res.digest}")
+        if res.error:
+            print(f"error     {res.error}")
+        for line in steps:
+            print(line)
         # a name that cannot be a folder needs the --out it was given to run at all
         print(f"replay with: isrlab run {shlex.quote(args.scenario)} --seed {seed}"
               + "".join(f" --set {shlex.quote(s)}" for s in (args.set or []))
@@ -157,7 +154,9 @@ def _judge(trace: str, sc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     verdict: dict[str, Any] = {"anomalies": result.anomalies, "expect_met": result.expect_met,
                                "forbidden_found": result.forbidden_found,
                                "missing_expected": result.missing_expected,
-                               "incomplete": result.incomplete}
+                               "incomplete": result.incomplete,
+                               "verdict": result.verdict().to_json_dict(),
+                               "counts": result.counts_text()}
     steps: list[str] = []
     for kinds, title, empty, lines in (
             (("reassign", "cancel_reassign", "decommission"), "reassignments", " none",

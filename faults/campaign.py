@@ -97,6 +97,7 @@ from emulator.files import (
 )
 from emulator.progress import Progress
 from emulator.scenario import SAFE_NAME, ScenarioError, find, load
+from traces.verdict import SAFE_PHRASE, WORDS, data_word
 
 __all__ = [
     "CampaignConfig",
@@ -763,17 +764,15 @@ def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: 
     for s in failing:
         for name in rows[s].get("forbidden_found") or ["run_error"]:
             by_kind.setdefault(name, []).append(s)
+    expected = list(sc["expect"]["anomalies"])
+    hits = sorted(s for s, r in rows.items() if r.get("digest")
+                  and expected and not r.get("missing_expected"))
+    out.write(campaign_verdict(rows, done, failing, expected, hits) + "\n")
     if failing:
-        out.write(f"FAILING: {len(failing)} seeds\n")
         for name, seeds in sorted(by_kind.items()):
             out.write(f"  {name:<24} {len(seeds):>6} seeds  (first: "
                       f"{', '.join(map(str, seeds[:5]))})\n")
-    else:
-        out.write("no forbidden anomaly\n")
-    expected = list(sc["expect"]["anomalies"])
     if expected:
-        hits = sorted(s for s, r in rows.items() if r.get("digest")
-                      and not r.get("missing_expected"))
         out.write(f"expected anomalies ({', '.join(expected)}) reproduced by {len(hits)} seeds"
                   + (f" (first: {', '.join(map(str, hits[:5]))})" if hits else "") + "\n")
     for s in failing[:SHOW_FAILURES]:
@@ -788,6 +787,37 @@ def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: 
                   f"{', '.join(str(m[0]) for m in sorted(o.determinism_mismatches))}\n")
     out.write(f"results {o.out_dir / RESULTS} (one row per seed, in completion order)\n")
     out.flush()
+
+
+def campaign_verdict(rows: Mapping[int, Mapping[str, Any]], done: int, failing: Sequence[int],
+                     expected: Sequence[str], hits: Sequence[int]) -> str:
+    """The campaign's verdict in the words of :mod:`traces.verdict`: the most serious word
+    any seed's data chose, in how many seeds, then whether that was the scenario's rule
+    broken (``UNEXPECTED``: seeds with a forbidden anomaly or a run error) or what it
+    expected."""
+    worst, seeds = "SAFE", 0
+    order = [w for w, _ in WORDS]
+    for r in rows.values():
+        counts = r.get("anomalies")
+        if not isinstance(counts, dict):
+            continue
+        word, _ = data_word(counts)
+        if word == "SAFE":
+            continue
+        if worst == "SAFE" or order.index(word) < order.index(worst):
+            worst, seeds = word, 1
+        elif word == worst:
+            seeds += 1
+    head = (f"SAFE in all {done} seeds: {SAFE_PHRASE}" if worst == "SAFE"
+            else f"{worst} in {seeds} of {done} seeds")
+    if failing:
+        return (f"{head} — UNEXPECTED: {len(failing)} seeds broke the scenario's rules "
+                "(forbidden anomalies or a run error)")
+    if hits:
+        return f"{head} — expected: {', '.join(expected)} reproduced by {len(hits)} seeds"
+    if worst != "SAFE":
+        return f"{head} — allowed by this scenario; no forbidden anomaly"
+    return head + "; no forbidden anomaly"
 
 
 def iter_rows(out_dir: str | Path) -> Iterator[dict[str, Any]]:

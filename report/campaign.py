@@ -33,12 +33,12 @@ from report.markup import Html, badge, esc, figure, page, table, tag
 from traces.checker import Checker
 from traces.reader import TraceError, iter_events
 from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.verdict import INFORMATIONAL, judge
 
 FAILING_WORDS = ("fail", "failed", "failing", "anomalies", "not met", "error", "violation",
                  "not_met")
 KNOBS = ("era (protocol)", "acks", "min.insync.replicas", "unclean.leader.election.enable",
          "fault kinds", "bugs")
-INFORMATIONAL = ("hw_regression_replica", "isr_churn", "under_min_isr")
 
 
 @dataclass
@@ -101,19 +101,28 @@ def _counts(row: dict[str, Any]) -> dict[str, int] | None:
     return {k: int(v) for k, v in src.items() if isinstance(v, int | float)}
 
 
-def _failing(row: dict[str, Any], counts: dict[str, int]) -> tuple[bool, str]:
+def _failing(row: dict[str, Any], counts: dict[str, int]) -> bool:
     verdict = row.get("verdict")
     met = row.get("expect_met")
     if isinstance(verdict, dict):
         met = verdict.get("expect_met", met)
     if isinstance(met, bool):
-        return not met, str(verdict) if isinstance(verdict, str) else (
-            "expect met" if met else "expect NOT met")
+        return not met
     if isinstance(verdict, str):
         v = verdict.lower()
-        return any(v == w or v.startswith(w) for w in FAILING_WORDS), verdict
-    bad = [n for n in DEFAULT_FORBID if counts.get(n)]
-    return bool(bad), "forbidden anomalies" if bad else "ok"
+        return any(v == w or v.startswith(w) for w in FAILING_WORDS)
+    return any(counts.get(n) for n in DEFAULT_FORBID)
+
+
+def _words(counts: dict[str, int], failing: bool, row: dict[str, Any] | None = None) -> str:
+    """A seed's verdict in the words every door uses (:mod:`traces.verdict`)."""
+    row = row or {}
+    forbidden = [str(a) for a in row.get("forbidden_found") or [] if isinstance(a, str)]
+    if row.get("status") == "error":
+        return "ERROR: the run raised — " + str(row.get("error") or "see its trace")
+    if failing and not forbidden:
+        forbidden = [n for n in DEFAULT_FORBID if counts.get(n)]
+    return judge(counts, forbidden_found=forbidden, expect_met=not failing).headline
 
 
 def _check(path: Path) -> tuple[dict[str, Any] | None, dict[str, int], bool]:
@@ -189,7 +198,7 @@ def _load(folder: Path) -> tuple[list[Run], list[str], list[str], bool]:
             continue
         knobs, name = _knobs(header, {})
         runs.append(Run(seed=(header or {}).get("seed"), failing=failing,
-                        verdict="expect NOT met" if failing else "expect met", anomalies=counts,
+                        verdict=_words(counts, failing), anomalies=counts,
                         knobs=knobs, trace=p, scenario=name))
     return runs, problems, damaged, False
 
@@ -220,9 +229,10 @@ def _row_run(folder: Path, row: dict[str, Any], problems: list[str], where: str,
             if damaged is not None:
                 damaged.append(_damage(trace, exc))
     counts = counts or {}
-    failing, verdict = _failing(row, counts)
+    failing = _failing(row, counts)
     if failing_checked is not None and "verdict" not in row and "expect_met" not in row:
-        failing, verdict = failing_checked, "expect NOT met" if failing_checked else "expect met"
+        failing = failing_checked
+    verdict = _words(counts, failing, row)
     knobs, name = _knobs(header, row)
     return Run(seed=row.get("seed"), failing=failing, verdict=verdict, anomalies=counts,
                knobs=knobs, trace=trace, shrunk=row.get("shrunk"), row=row, scenario=name)

@@ -24,12 +24,10 @@ from report.markup import Html, badge, esc, figure, page, table, tag
 from report.reading import PartitionView, TraceView, read_view, read_window
 from traces.reader import TraceError
 from traces.schema import ANOMALIES
+from traces.verdict import DURATIONS, INFORMATIONAL, anomaly_label, judge, partition_state
 
 #: Default budget of plotted LEO/HW change points over all timelines of a report.
 MAX_POINTS = 9_000
-#: Anomalies that describe behaviour rather than a broken guarantee (docs/anomalies.md,
-#: "informational").
-INFORMATIONAL = ("hw_regression_replica", "isr_churn", "under_min_isr")
 #: Half-width of the space-time diagram's search window around the focus.
 WINDOW_US = 1_000_000
 
@@ -64,19 +62,8 @@ def _knobs(sc: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _anomaly_tag(view: TraceView, name: str, count: int) -> tuple[str, str]:
     r = view.result
-    expected = view.scenario.get("expect", {}).get("anomalies", []) if isinstance(
-        view.scenario.get("expect"), dict) else []
-    if name in r.forbidden_found:
-        return "FORBIDDEN", "bad"
-    if name in r.missing_expected:
-        return "expected, missing", "warn"
-    if count and name in expected:
-        return "expected", "info"
-    if count and name in INFORMATIONAL:
-        return "informational", ""
-    if count:
-        return "found (allowed here)", "warn"
-    return "", "zero"
+    return anomaly_label(name, count, forbidden_found=r.forbidden_found,
+                         missing_expected=r.missing_expected, expected=r.expected)
 
 
 def _examples(view: TraceView) -> list[dict[str, Any]]:
@@ -151,15 +138,12 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     title = f"isrlab report — {sc.get('name', '?')} seed {hdr.get('seed')}"
     # a run that did not finish gets no verdict, as isrlab check says (exit 3): never "met"
     unfinished = r.incomplete or view.footer is None
-    verdict = ([badge("imported from Kafka's logs: no verdict (per-record anomalies not "
-                      "available)", "warn")] if r.imported else
-               [badge(f"INCOMPLETE ({status}): the run did not finish, so no verdict",
-                      "warn")] if unfinished else
-               [badge("expect met", "ok") if r.expect_met else badge("EXPECT NOT MET", "bad")])
-    verdict += [badge(f"forbidden: {n} ×{r.anomalies[n]}", "bad") for n in r.forbidden_found]
-    verdict += [badge(f"expected but missing: {n}", "warn") for n in r.missing_expected]
-    if not r.forbidden_found and not r.imported:
-        verdict.append(badge("no forbidden anomaly", "ok"))
+    v = (judge({}, incomplete=status if view.footer is None else f"status {status}")
+         if unfinished and not r.imported
+         else r.verdict())
+    verdict = [badge(v.headline.split(" — ")[0], v.tone)]
+    if v.expectation:
+        verdict.append(badge(v.expectation, v.expectation_tone))
     kv = [("seed", hdr.get("seed")), ("era (protocol)", hdr.get("protocol", sc.get("protocol"))),
           ("run status", status), ("events", f"{view.events:,}"),
           ("simulated", f"{view.end_us / 1e6:.1f} s"), ("isrlab", hdr.get("isrlab_version")),
@@ -183,8 +167,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     for name in ANOMALIES:
         n = r.anomalies.get(name, 0)
         label, cls = _anomaly_tag(view, name, n)
-        unit = " ms" if name == "under_min_isr" else ""
-        rows.append([name, f"{n:,}{unit}", label])
+        rows.append([name, f"{n / 1000:,.1f} s" if name in DURATIONS else f"{n:,}", label])
         classes.append(cls)
     ex_rows, ex_classes = [], []
     for e in sorted(examples, key=lambda e: (e["_ts_us"] is None, e["_ts_us"] or 0)):
@@ -232,9 +215,8 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
         s = r.partitions.get(pname)
         state = "" if s is None else (
             f" — final leader {s.final_log_replica if s.final_log_replica is not None else '–'}, "
-            f"HW {s.final_hw if s.final_hw is not None else '–'}, {s.acked_records:,} acked"
-            + (", offline" if s.offline else "") + (", NOT converged" if s.converged is False
-                                                    else ""))
+            f"HW {s.final_hw if s.final_hw is not None else '–'}, {s.acked_records:,} acked, "
+            + partition_state(s.offline, s.converged, s.anomalies))
         tl.append(Html(f"<h3>{esc(pname)}{esc(state)}</h3>"))
         tl.append(figure(fig, _plot_id(pname)))
     if not view.partitions:
@@ -251,7 +233,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
                  for f in plan if isinstance(f, dict)]
     parts = [[p, "–" if s.final_log_replica is None else s.final_log_replica, s.final_hw,
               f"{s.acked_records:,}", f"{s.consumed_records:,}", f"{s.under_min_isr_us / 1e6:.2f}",
-              "offline" if s.offline else "not converged" if s.converged is False else "ok"]
+              partition_state(s.offline, s.converged, s.anomalies)]
              for p, s in r.partitions.items()]
     body.append(Html(
         '<section id="config"><h2>Scenario and faults</h2><div class="cols"><div>'
@@ -263,12 +245,8 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
         + table(["partition", "final leader", "HW", "acked", "consumed", "under min ISR (s)",
                  "state"], parts)
         + "</div></div></section>"))
-    found = {n: c for n, c in r.anomalies.items() if c and n not in INFORMATIONAL}
-    summary = (f"{sc.get('name', '?')} seed {hdr.get('seed')}: "
-               + ("imported, no verdict" if r.imported else
-                  f"INCOMPLETE ({status}), no verdict" if unfinished else
-                  "expect met" if r.expect_met else "EXPECT NOT MET") + "; anomalies "
-               + (", ".join(f"{n}={c}" for n, c in found.items()) or "none"))
+    summary = (f"{sc.get('name', '?')} seed {hdr.get('seed')}: {v.headline}; anomalies "
+               + r.counts_text())
     return page(title, header, body), summary
 
 

@@ -231,7 +231,8 @@ def test_show_explain_and_report_read_an_imported_trace(tmp_path: Path,
     assert explain_main([str(out)]) == 0
     capsys.readouterr()
     assert report.main([str(out), "-o", str(tmp_path / "r.html")]) == 0
-    assert "imported, no verdict" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "IMPORTED: " in out and "no verdict" in out
     assert "no verdict" in (tmp_path / "r.html").read_text()
 
 

@@ -64,7 +64,7 @@ def test_trace_report_is_self_contained(traces: dict[str, Path], tmp_path: Path,
     out = tmp_path / "r.html"
     code, stdout, _ = _report(capsys, str(traces["anomalous"]), "-o", str(out))
     assert code == 0
-    assert "EXPECT NOT MET" in stdout and "lost_acked_write" in stdout
+    assert "LOST " in stdout and "UNEXPECTED: " in stdout and "lost_acked_write" in stdout
     html = out.read_text()
     assert not re.search(r"<script[^>]+src=", html), "scripts must be inlined"
     markup = re.sub(r"<script[^>]*>.*?</script>", "", html, flags=re.S)  # plotly.js aside
@@ -91,9 +91,9 @@ def test_quiet_trace_report(traces: dict[str, Path], tmp_path: Path,
     out = tmp_path / "quiet.html"
     code, stdout, _ = _report(capsys, str(traces["quiet"]), "-o", str(out))
     assert code == 0
-    assert "expect met" in stdout and "anomalies none" in stdout
+    assert "SAFE: no write lost, no safety anomaly" in stdout
     html = out.read_text()
-    assert "no forbidden anomaly" in html
+    assert "SAFE: no write lost, no safety anomaly" in html
     assert 'id="tl-orders-0"' in html and 'id="tl-orders-1"' in html
 
 
@@ -116,8 +116,9 @@ def test_cut_off_trace_is_reported_with_a_warning(traces: dict[str, Path], tmp_p
     html = (tmp_path / "cut.html").read_text()
     assert "incomplete trace" in html
     # no verdict on a run that did not finish, as isrlab check (exit 3) says (issue 23)
-    assert "INCOMPLETE (no run_end)" in html and "INCOMPLETE" in out
-    assert "expect met" not in html and "EXPECT NOT MET" not in html
+    assert "INCOMPLETE: the run did not finish (no run_end)" in html and "INCOMPLETE" in out
+    head = html.split("<header>")[1].split("</header>")[0]
+    assert "SAFE" not in head and "expected" not in head and "LOST" not in head
 
 
 @pytest.mark.parametrize("content", [b"not a trace\n", b'{"a": 1}\n', b"", b"\x00\x01binary"])

@@ -38,6 +38,14 @@ import orjson
 
 from traces.reader import iter_events, regular_file
 from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.verdict import (
+    DURATIONS,
+    Verdict,
+    anomaly_label,
+    counts_text,
+    judge,
+    partition_state,
+)
 
 #: How many examples per anomaly ``CheckResult.details`` keeps (the first ones, by ``seq``).
 MAX_DETAILS: Final = 10
@@ -111,6 +119,10 @@ class CheckResult:
     #: read from Kafka's logs (``isrlab import``): no records, so the per-record anomalies
     #: (writes, reads, sends, duplicates, convergence) are not available — not zero
     imported: bool = False
+    #: the anomalies the scenario's ``[expect]`` asks for
+    expected: list[str] = field(default_factory=list)
+    #: the scenario's ``protocol``, ``bugs`` and ``catalog`` (what it reproduces)
+    about: dict[str, Any] = field(default_factory=dict)
 
     @property
     def incomplete(self) -> bool:
@@ -118,6 +130,22 @@ class CheckResult:
         killed) or ends with status ``aborted`` (Ctrl-C, SIGTERM) or ``error`` (an actor
         raised). Its anomalies are real, but no verdict is given on it: never "met"."""
         return run_unfinished(self.truncated, self.status)
+
+    def verdict(self) -> Verdict:
+        """The verdict in words (:mod:`traces.verdict`), as every door prints it."""
+        why = None
+        if self.incomplete:
+            why = "no run_end" if self.truncated else f"status {self.status}"
+        return judge(self.anomalies, forbidden_found=self.forbidden_found,
+                     missing_expected=self.missing_expected, expected=self.expected,
+                     expect_met=self.expect_met, scenario=self.about,
+                     per_partition={p: s.anomalies for p, s in self.partitions.items()},
+                     incomplete=why, imported=self.imported)
+
+    def counts_text(self) -> str:
+        """Every non-zero anomaly with its unit, as every door lists them."""
+        return counts_text(self.anomalies, ANOMALIES,
+                           not_available=NOT_FROM_LOGS if self.imported else ())
 
     def to_json_dict(self) -> dict[str, Any]:
         """The machine-readable part shared by ``isrlab check --json`` and reports."""
@@ -133,6 +161,7 @@ class CheckResult:
             "expect_met": None if self.imported else self.expect_met,
             "forbidden_found": list(self.forbidden_found),
             "missing_expected": list(self.missing_expected),
+            "verdict": self.verdict().to_json_dict(),
         }
 
 
@@ -636,6 +665,9 @@ class Checker:
             status=self.status,
             truncated=self.truncated,
             imported=self.scenario.get("imported") is True,
+            expected=must,
+            about={k: self.scenario[k] for k in ("protocol", "bugs", "catalog")
+                   if k in self.scenario},
         )
 
     def _judge_partition(self, key: PartitionKey, p: _Partition) -> PartitionSummary:
@@ -857,10 +889,14 @@ def file_digest(path: str | Path) -> str:
 
 
 def format_table(result: CheckResult, trace: str) -> str:
-    """The human view: one row per anomaly, then the partitions and the verdict."""
-    lines = [f"trace     {trace}",
-             f"scenario  {result.scenario}  seed {result.seed}  events {result.events}"
-             + ("  (truncated: no run_end)" if result.truncated else "")]
+    """The human view: the verdict in words first (:mod:`traces.verdict`), the run apart,
+    the anomaly counts with their units; then one row per anomaly, the partitions and the
+    first examples."""
+    lines = [result.verdict().headline,
+             f"run       {result.scenario}  seed {result.seed}  status "
+             f"{result.status or 'no run_end'}  events {result.events}",
+             f"anomalies {result.counts_text()}",
+             f"trace     {trace}"]
     lines.append("")
     lines.append(f"{'anomaly':<24}{'count':>10}  verdict")
     for name in ANOMALIES:
@@ -868,17 +904,15 @@ def format_table(result: CheckResult, trace: str) -> str:
         if result.imported and name in NOT_FROM_LOGS:
             lines.append(f"{name:<24}{'n/a':>10}  not available for imported traces")
             continue
-        mark = ""
-        if name in result.forbidden_found:
-            mark = "FORBIDDEN"
-        elif name in result.missing_expected:
-            mark = "EXPECTED, MISSING"
-        unit = " ms" if name == "under_min_isr" else ""
-        lines.append(f"{name:<24}{n:>10}{unit}  {mark}".rstrip())
+        mark, _ = anomaly_label(name, n, forbidden_found=result.forbidden_found,
+                                missing_expected=result.missing_expected,
+                                expected=result.expected)
+        count = f"{n / 1000:,.1f} s" if name in DURATIONS else f"{n:,}"
+        lines.append(f"{name:<24}{count:>10}  {mark}".rstrip())
     lines.append("")
     lines.append(f"{'partition':<20}{'leader':>7}{'hw':>9}{'lso':>7}{'acked':>8}  state")
     for pname, s in result.partitions.items():
-        state = "offline" if s.offline else ("not converged" if s.converged is False else "ok")
+        state = partition_state(s.offline, s.converged, s.anomalies)
         lines.append(
             f"{pname:<20}{_dash(s.final_log_replica):>7}{_dash(s.final_hw):>9}"
             f"{_dash(s.final_log_start_offset):>7}{s.acked_records:>8}  {state}"
@@ -888,17 +922,6 @@ def format_table(result: CheckResult, trace: str) -> str:
             continue
         for d in result.details[name][:3]:
             lines.append(f"  e.g. {name}: {orjson.dumps(d).decode()}")
-    lines.append("")
-    if result.imported:
-        lines.append("IMPORTED from Kafka's logs: the ISR, HW, truncation and election views "
-                     "above stand; per-record anomalies are not available, so no verdict")
-    if result.incomplete:
-        why = "no run_end" if result.truncated else f"status {result.status}"
-        what = ("the import did not finish or the trace was cut" if result.imported
-                else "the run did not finish")
-        lines.append(f"INCOMPLETE ({why}): {what}, so no verdict")
-    elif not result.imported:
-        lines.append("expect met" if result.expect_met else "EXPECT NOT MET")
     return "\n".join(lines)
 
 

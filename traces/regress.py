@@ -183,9 +183,17 @@ def verdict_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _describe_verdict(v: dict[str, Any]) -> str:
-    found = ", ".join(f"{k}={n}" for k, n in (v.get("anomalies") or {}).items() if n)
-    met = "expect met" if v.get("expect_met") else "EXPECT NOT MET"
-    return f"{met}; {found or 'no anomalies'}"
+    """The recorded verdict in the words every door uses (:mod:`traces.verdict`); an index
+    keeps the counts and whether ``[expect]`` was met, not which anomaly broke it."""
+    from traces.schema import ANOMALIES
+    from traces.verdict import counts_text, judge
+
+    counts = v.get("anomalies") or {}
+    met = bool(v.get("expect_met"))
+    verdict = judge(counts, expect_met=met)
+    label = verdict.word + ("" if verdict.word == "SAFE" else f" {verdict.what}")
+    return (f"{label} ({'as expected' if met else 'NOT AS EXPECTED'}); "
+            f"anomalies {counts_text(counts, ANOMALIES)}")
 
 
 # --- fitting a catalog scenario into a small trace -------------------------------------------

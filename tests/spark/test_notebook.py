@@ -50,6 +50,7 @@ def test_the_example_notebook_runs_top_to_bottom_on_the_demo_trace(
     assert not [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
     shown = "\n".join(_text(c) for c in code)
     assert "default seed 1 status ok | expect met: True" in shown
+    assert "SAFE: no write lost, no safety anomaly" in shown   # the verdict in words
     assert "hw_regression_replica" in shown            # the demo's expected anomaly, explained
     assert "isr_churn_per_minute" in shown and "anomalies_per_trace" in shown
     assert "records parsed into" in shown
