@@ -56,7 +56,9 @@ from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load
 from spark_analysis.progress import SparkProgress
 from spark_analysis.session import java_reason, master_problem, open_session
 from spark_analysis.side_by_side import side_by_side
+from traces.reader import TraceError, iter_events
 from traces.schema import ANOMALIES
+from traces.verdict import Verdict, verdict_for
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +87,38 @@ def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> str:
     out = [title, "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
     out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(out)
+
+
+def _verdicts(per_trace: list[dict[str, Any]],
+              partitions: dict[str, dict[str, dict[str, int]]]) -> dict[str, Verdict]:
+    """Each trace's verdict in the words every door uses, from Spark's counts and the
+    trace's own scenario (its first line), judged as the checker judges it."""
+    out: dict[str, Verdict] = {}
+    for r in per_trace:
+        counts = {a: None if r[a] is None else int(r[a] or 0) for a in ANOMALIES}
+        status = r.get("status")
+        why = ("no run_end" if status is None else f"status {status}"
+               if status in ("aborted", "error") else None)
+        out[r["trace"]] = verdict_for(counts, _scenario_of(r["trace"]),
+                                      per_partition=partitions.get(r["trace"]),
+                                      incomplete=why, imported=bool(r["imported"]))
+    return out
+
+
+def _scenario_of(trace: str) -> dict[str, Any]:
+    """The scenario in a local trace's ``run_start``; empty for a remote one or when the
+    first line cannot be read (its expectations are then unknown)."""
+    if "://" in trace and not trace.startswith("file:"):
+        return {}
+    path = trace.removeprefix("file://").removeprefix("file:")
+    try:
+        stream = iter_events(path, verify=False)
+        with stream:
+            next(stream, None)
+            sc = (stream.header or {}).get("scenario")
+    except (TraceError, OSError):
+        return {}
+    return sc if isinstance(sc, dict) else {}
 
 
 def _check_outputs(args: argparse.Namespace) -> str | None:
@@ -220,6 +254,7 @@ def _analyze(args: argparse.Namespace) -> int:
             # traces imported from Kafka's logs (isrlab import) have no records: their per-record
             # anomalies are null in the views (not available, as isrlab check says), never zero
             imported = {r["trace"] for r in per_trace if r["imported"]}
+            verdicts = _verdicts(per_trace, analysis.partition_counts())
             explained: dict[str, Any] = {}
             if args.explain:
                 from spark_analysis import explain as X
@@ -256,7 +291,8 @@ def _analyze(args: argparse.Namespace) -> int:
                              "status": r["status"], "events": int(r["events"] or 0),
                              "imported": r["trace"] in imported,
                              "anomalies": {a: None if r[a] is None else int(r[a] or 0)
-                                           for a in ANOMALIES}}
+                                           for a in ANOMALIES},
+                             "verdict": verdicts[r["trace"]].to_json_dict()}
                 for r in per_trace
             },
         }
@@ -264,14 +300,17 @@ def _analyze(args: argparse.Namespace) -> int:
             out["explain"] = explained
         sys.stdout.write(orjson.dumps(out).decode() + "\n")
     else:
+        if len(per_trace) == 1:   # one trace: its verdict first, as run and check say it
+            print(verdicts[per_trace[0]["trace"]].headline)
         print(f"{len(per_trace)} traces, {n_events} events, "
               f"{len(loaded.bad_lines)} bad lines skipped, "
               f"{len(loaded.skipped_traces)} traces skipped")
         print(_table("anomalies (total)", [{"anomaly": a, "count": totals[a]} for a in ANOMALIES],
                      ["anomaly", "count"]))
         print()
-        short = ["trace", "scenario", "seed", *[a for a in ANOMALIES if totals[a]]]
-        print(_table("per trace", per_trace, short))
+        short = ["trace", "scenario", "seed", "verdict", *[a for a in ANOMALIES if totals[a]]]
+        print(_table("per trace", [{**r, "verdict": verdicts[r["trace"]].word}
+                                   for r in per_trace], short))
         shown = [*[f"rollup_{knob}" for knob in A.ROLLUP_KNOBS], "top_churning_replicas"]
         builders = analysis.view_builders()
 

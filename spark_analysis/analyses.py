@@ -680,6 +680,7 @@ class Analysis:
         self._findings: DataFrame | None = None
         self._divergence: DataFrame | None = None
         self._table: DataFrame | None = None
+        self._rows: list[tuple[Any, ...]] = []
         self._family_rows: list[tuple[str, list[tuple[Any, ...]]]] | None = None
         self._meta: DataFrame | None = None
         self._wide: DataFrame | None = None
@@ -771,8 +772,19 @@ class Analysis:
         if self._table is None:
             paths = self.data.paths()
             rows = [(paths[r[0]], *r[1:]) for _, fam in self.families() for r in fam]
+            self._rows = rows
             self._table = self.spark.createDataFrame(rows, TABLE_SCHEMA)
         return self._table
+
+    def partition_counts(self) -> dict[str, dict[str, dict[str, int]]]:
+        """trace -> partition name -> anomaly -> count, from the table's local rows (the
+        verdict's "on orders-0"; no Spark job)."""
+        self.table()
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for trace, topic, partition, anomaly, n in self._rows:
+            part = out.setdefault(trace, {}).setdefault(f"{topic}-{partition}", {})
+            part[anomaly] = part.get(anomaly, 0) + int(n or 0)
+        return out
 
     def meta(self) -> DataFrame:
         if self._meta is None:

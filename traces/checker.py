@@ -37,12 +37,13 @@ from typing import Any, Final
 import orjson
 
 from traces.reader import iter_events, regular_file
-from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.schema import ANOMALIES
 from traces.verdict import (
     DURATIONS,
     Verdict,
     anomaly_label,
     counts_text,
+    expectations,
     judge,
     partition_state,
 )
@@ -139,8 +140,12 @@ class CheckResult:
         return judge(self.anomalies, forbidden_found=self.forbidden_found,
                      missing_expected=self.missing_expected, expected=self.expected,
                      expect_met=self.expect_met, scenario=self.about,
-                     per_partition={p: s.anomalies for p, s in self.partitions.items()},
-                     incomplete=why, imported=self.imported)
+                     per_partition=self.per_partition(), incomplete=why,
+                     imported=self.imported)
+
+    def per_partition(self) -> dict[str, dict[str, int]]:
+        """Every partition's anomaly counts, by partition name."""
+        return {p: s.anomalies for p, s in self.partitions.items()}
 
     def counts_text(self) -> str:
         """Every non-zero anomaly with its unit, as every door lists them."""
@@ -648,7 +653,7 @@ class Checker:
         for name in ANOMALIES:
             kept = sorted(self._details[name], key=lambda sd: sd[0])
             details[name] = [d for _, d in kept[:self.max_details]]
-        must, forbid = _expectations(self.scenario)
+        must, forbid = expectations(self.scenario)
         forbidden: list[str] = [a for a in ANOMALIES if a in forbid and totals[a] > 0]
         missing = [a for a in must if totals.get(a, 0) == 0]
         return CheckResult(
@@ -832,21 +837,6 @@ def _effective_min_isr(scenario: Mapping[str, Any]) -> dict[str, int]:
             eff = min(eff, rf)
         out[t["name"]] = eff
     return out
-
-
-def _expectations(scenario: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """(must appear, must not appear) from the scenario's ``expect`` table."""
-    expect = scenario.get("expect")
-    if not isinstance(expect, dict):
-        expect = {}
-    must = expect.get("anomalies")
-    forbid = expect.get("forbid")
-    must_l = [a for a in must if isinstance(a, str)] if isinstance(must, list) else []
-    if isinstance(forbid, list):
-        forbid_l = [a for a in forbid if isinstance(a, str)]
-    else:
-        forbid_l = list(DEFAULT_FORBID)
-    return must_l, forbid_l
 
 
 # --------------------------------------------------------------------------- entry points

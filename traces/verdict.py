@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from traces.schema import ANOMALIES, DEFAULT_FORBID
+
 #: the words, most serious first, and the anomalies that choose each
 WORDS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("LOST", ("lost_acked_write", "lost_committed_offset", "lost_acked_uncommitted")),
@@ -232,3 +234,33 @@ def partition_state(offline: bool, converged: bool | None,
     if word in ("SAFE", "STUCK"):   # STUCK is what "not converged" says
         return where
     return f"{where}, {word} " + " and ".join(_count(anomalies.get(k) or 0, k) for k in kinds)
+
+
+def expectations(scenario: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(must appear, must not appear) from a scenario's ``expect`` table; without ``forbid``
+    the default list (docs/anomalies.md section 6)."""
+    expect = scenario.get("expect")
+    if not isinstance(expect, dict):
+        expect = {}
+    must = expect.get("anomalies")
+    forbid = expect.get("forbid")
+    must_l = [a for a in must if isinstance(a, str)] if isinstance(must, list) else []
+    if isinstance(forbid, list):
+        forbid_l = [a for a in forbid if isinstance(a, str)]
+    else:
+        forbid_l = list(DEFAULT_FORBID)
+    return must_l, forbid_l
+
+
+def verdict_for(anomalies: Mapping[str, int | None], scenario: Mapping[str, Any] | None, *,
+                per_partition: Mapping[str, Mapping[str, int]] | None = None,
+                incomplete: str | None = None, imported: bool = False) -> Verdict:
+    """The verdict of a door that has the counts and the trace's scenario (``run_start``),
+    judged against the scenario's ``[expect]`` exactly as the checker judges it."""
+    sc = scenario or {}
+    must, forbid = expectations(sc)
+    forbidden = [a for a in ANOMALIES if a in forbid and (anomalies.get(a) or 0) > 0]
+    missing = [a for a in must if not anomalies.get(a)]
+    return judge(anomalies, forbidden_found=forbidden, missing_expected=missing,
+                 expected=must, scenario=sc, per_partition=per_partition,
+                 incomplete=incomplete, imported=imported)
