@@ -101,3 +101,24 @@ def test_a_door_with_only_counts_and_the_scenario_judges_as_the_checker() -> Non
             scenario = (stream.header or {})["scenario"]
         got = verdict_for(result.anomalies, scenario, per_partition=result.per_partition())
         assert got == result.verdict(), orjson.dumps(scenario["expect"])
+
+
+def test_the_readme_verdict_lines_are_what_run_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's example lines come from real runs; when a run's output drifts (a rule
+    changes a count), this fails until the README shows it again (wall seconds aside)."""
+    import re
+    import shlex
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("$ isrlab run default\n", 1)[1].split("```", 1)[0]
+    shown: list[tuple[list[str], list[str]]] = []
+    for chunk in ("$ isrlab run default\n" + block).split("$ ")[1:]:
+        command, *lines = [x for x in chunk.splitlines() if x]
+        shown.append((shlex.split(command)[2:], lines))
+    assert len(shown) == 3
+    wall = re.compile(r" in [0-9.]+ wall s$")
+    for i, (argv, lines) in enumerate(shown):
+        run_main([*argv, "--out", str(tmp_path / f"{i}.jsonl")])
+        printed = capsys.readouterr().out.splitlines()
+        assert [wall.sub("", x) for x in printed[:len(lines)]] == \
+            [wall.sub("", x) for x in lines], argv
