@@ -1,4 +1,4 @@
-"""The log's lifecycle (issue 4, seed 002): retention, DeleteRecords, the low watermark,
+"""The log's lifecycle (issue 4, docs/eras.md 1.11): retention, DeleteRecords, the low watermark,
 and records removed before anyone read them reported as expired, never as lost."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def _events(name: str, overrides: list[str], seed: int = 1) -> list[dict[str, An
 
 
 def test_the_four_leader_hw_update_moments_of_seed_000_are_traced() -> None:
-    """produce, follower fetch, becoming leader, ISR shrink (seed 000)."""
+    """produce, follower fetch, becoming leader, ISR shrink (docs/eras.md 1.2)."""
     reasons: set[str] = set()
     for name, over in (("default", ["invariants=true"]),
                        ("s7-acks-all-min-isr-1", ["invariants=true"]),

@@ -118,7 +118,7 @@ def test_follower_hw_is_min_of_own_leo_and_leader_hw() -> None:
 
 def test_follower_hw_lags_the_leaders_by_one_fetch_round() -> None:
     """The leader learns the follower's LEO from fetch N+1, so the HW that fetch makes
-    reaches the follower only in the response to fetch N+1 (seed 000)."""
+    reaches the follower only in the response to fetch N+1 (docs/eras.md 1.6)."""
     r = leader(isr=(1, 2))
     produce(r, 3)
     first = [e.msg for e in fetch(r, 2, 0) if isinstance(e, Send)][0]

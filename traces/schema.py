@@ -157,7 +157,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 
-#: Reasons carried by ``hw_update`` (seed 000: the four moments a leader updates its HW,
+#: Reasons carried by ``hw_update`` (docs/eras.md 1.2: the four moments a leader updates its HW,
 #: plus the follower and recovery paths).
 HW_REASONS: Final = (
     "produce",          # leader appended (ISR may be just the leader)

@@ -99,7 +99,7 @@ def _val(v: Any) -> str:
 
 
 def replica_sets(ev: Event) -> str:
-    """AR, ISR and OSR (= AR - ISR, seed 001) of a ``reassignment`` step, with the replicas
+    """AR, ISR and OSR (= AR - ISR, docs/eras.md 1.4) of a ``reassignment`` step, with the replicas
     it is adding and removing: ``AR [4,5,6,1,2,3] ISR [1,2,3] OSR [4,5,6] +[4,5,6]
     -[1,2,3]``."""
     ar, isr = ev.get("replicas"), ev.get("isr")
