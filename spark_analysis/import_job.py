@@ -37,6 +37,7 @@ from pyspark.sql import SparkSession
 
 from spark_analysis.progress import SparkProgress
 from traces.logs.importer import (
+    BrokerHint,
     FileImport,
     ImportError_,
     ImportResult,
@@ -61,7 +62,7 @@ def shown(path: str) -> str:
 
 
 def import_with_spark(spark: SparkSession, paths: Sequence[str], out: str, *,
-                      tz: str = "UTC", broker: int | None = None,
+                      tz: str = "UTC", broker: BrokerHint | int | None = None,
                       cluster: str = "imported", progress: TextIO | None = None,
                       fmt: str = "auto") -> ImportResult:
     """Parse ``paths`` (files, folders, URIs) in Spark and write the trace ``out``;
@@ -109,7 +110,7 @@ def _listing(spark: SparkSession, paths: Sequence[str]) -> list[str]:
     return listed
 
 
-def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any:
+def _parser(index: dict[str, int], tz: str, broker: BrokerHint | int | None, fmt: str) -> Any:
     """The task's function: whole files in, event rows and one summary per file out."""
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -121,7 +122,7 @@ def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any
                 stats = FileStats()
                 try:   # the lines are read as parsed: a bad file is found on the way
                     one = import_file(records_of(name, decode_text(content, name), tzinfo,
-                                                 stats), stats, i, broker, fmt)
+                                                 stats), stats, i, broker, fmt, name=name)
                 except LogFileError as exc:
                     yield _summary(i, {"error": str(exc)})
                     continue
@@ -133,7 +134,9 @@ def _parser(index: dict[str, int], tz: str, broker: int | None, fmt: str) -> Any
                     "continuation": one.continuation,
                     "unparsed_replication": one.unparsed_replication,
                     "samples": one.samples,
-                    "broken": one.broken})
+                    "broken": one.broken, "name": one.name, "broker": one.broker,
+                    "broker_from": one.broker_from, "unknown_broker": one.unknown_broker,
+                    "first_us": one.first_us, "last_us": one.last_us})
 
     return parse
 
@@ -166,7 +169,9 @@ def _file_import(s: dict[str, Any]) -> FileImport:
     f = FileImport(records=s["records"], parsed=s["parsed"], unframed=s["unframed"],
                    continuation=s["continuation"],
                    unparsed_replication=s["unparsed_replication"], samples=s["samples"],
-                   broken=s["broken"])
+                   broken=s["broken"], name=s["name"], broker=s["broker"],
+                   broker_from=s["broker_from"], unknown_broker=s["unknown_broker"],
+                   first_us=s["first_us"], last_us=s["last_us"])
     f.by_kind.update(s["by_kind"])
     return f
 

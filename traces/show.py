@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
@@ -76,7 +77,7 @@ def _tp(ev: Event) -> str:
 
 
 def _r(v: Any) -> str:
-    return f"r{v}"
+    return "r?" if v is None else f"r{v}"
 
 
 def _isr(v: Any) -> str:
@@ -268,13 +269,18 @@ _RENDER: Final[dict[str, tuple[_Renderer, tuple[str, ...]]]] = {
 }
 
 
+#: a field an event lacks, as a renderer's f-string writes it: shown as "?" (an imported
+#: line says only what Kafka logged; human output never shows Python's None)
+_NONE: Final = re.compile(r"(?<![\w\"'])None(?![\w\"'])")
+
+
 def format_event(ev: Event, *, colour: bool = False) -> str:
     """One aligned timeline line for an event."""
     ts = ev.get("ts_us")
     when = f"{ts / 1e6:10.3f}" if isinstance(ts, int) else f"{'?':>10}"
     kind = str(ev.get("event", "?"))
     renderer, used = _RENDER.get(kind, (None, ()))
-    parts = [renderer(ev)] if renderer is not None else []
+    parts = [_NONE.sub("?", renderer(ev))] if renderer is not None else []
     if renderer is None and "topic" in ev and "partition" in ev:  # any partition event
         parts, used = [_tp(ev)], ("topic", "partition")
     rest = [f"{k}={_val(v)}" for k, v in ev.items() if k not in _HEAD and k not in used]

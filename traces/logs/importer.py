@@ -10,9 +10,16 @@ dropped silently), and ``time_origin``, the wall-clock time ``ts_us`` 0 stands f
 There is no seed and no fault plan; ``isrlab replay`` refuses such a trace, ``isrlab check``
 says that per-record anomalies (lost writes, reads) are not available for it.
 
-Events carry only what a line said: a broker id comes from the message's prefix or, for
-lines without one (``[Log partition=...]``), from ``--broker``; without either the event's
-node is ``broker-unknown`` and it has no ``replica``.
+Events carry only what a line said, and the broker that wrote it. That broker is found,
+in this order (:class:`BrokerHint`): from the line itself where Kafka puts it there
+(``[ReplicaFetcher replicaId=1, ...]``, ``[Partition orders-0 broker=1]``, ``[Broker id=1]``
+...: ``kinds.prefix_of``); else from the file's other lines — a ``server.log`` names its
+broker at start-up (``broker.id = 1``, ``[KafkaServer id=1]``) and in most prefixes, and
+the id named by nearly all of them (:data:`FILE_BROKER_SHARE`) is the file's; else from the
+user: ``--broker FILE=ID``, a path pattern (``--broker-from-path 'broker-([0-9]+)'``) or one
+``--broker ID`` for every file. A line whose broker stays unknown is on node
+``broker-unknown`` without a ``replica``, and counted (``unknown_broker_events`` in the
+header, per file in ``per_file``).
 
 Exit codes: 0 written; 2 bad input or an output that cannot be written, one line on
 stderr and nothing at ``--out``:
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -66,6 +74,62 @@ SAMPLES: Final = 20
 Row = tuple[int, int, int, str, dict[str, Any]]
 
 
+#: the prefixes and start-up lines that name the broker writing a file (every release
+#: family's wording: ``KafkaServer.logIdent`` "[KafkaServer id=%d] " 0.10-3.x, ``BrokerServer``
+#: "[BrokerServer id=%d] " 2.8+, ``KafkaConfig`` values at start-up "broker.id = %d" and
+#: "node.id = %d" (KRaft), ``ReplicaFetcherManager`` "[ReplicaFetcherManager on broker %d] ",
+#: ``ReplicaManager`` "[ReplicaManager broker=%d] " 1.1+, ``Partition`` "[Partition %s
+#: broker=%d] " 1.1+ / "Partition [%s,%d] on broker %d: " 0.10-1.0, ``ReplicaFetcherThread``
+#: "[ReplicaFetcher replicaId=%d, ...]" 1.1+, state-change "[Broker id=%d] ",
+#: ``GroupMetadataManager`` "[GroupMetadataManager brokerId=%d] ", ``GroupCoordinator``
+#: "[GroupCoordinator %d]: ", ``TransactionCoordinator`` "[TransactionCoordinator id=%d] ",
+#: ``BrokerLifecycleManager`` "[BrokerLifecycleManager id=%d] " 2.8+; a ZooKeeper-era
+#: controller runs inside a broker: "[Controller id=%d] ")
+FILE_BROKER: Final = re.compile(
+    r"\[(?:KafkaServer|BrokerServer|Broker|TransactionCoordinator|BrokerLifecycleManager"
+    r"|Controller) id=(\d+)[\],]|\bbroker\.id = (\d+)\b|^\s*node\.id = (\d+)\b"
+    r"|\[ReplicaFetcherManager on broker (\d+)\]|\[ReplicaManager broker=(\d+)\]"
+    r"|\[Partition \S+ broker=(\d+)\]|^Partition \[[^\]]+\] on broker (\d+):"
+    r"|\[ReplicaFetcher replicaId=(\d+),|\[GroupMetadataManager brokerId=(\d+)\]"
+    r"|\[GroupCoordinator (\d+)\]")
+
+#: the share of a file's broker-naming lines one id must have to be the file's broker (a
+#: merged log of several brokers names several ids, and then no line is guessed)
+FILE_BROKER_SHARE: Final = 0.9
+
+
+@dataclass(frozen=True)
+class BrokerHint:
+    """What the user says about the brokers of files whose lines do not name one:
+    ``--broker ID`` (every file), ``--broker FILE=ID`` (a file, by its path or name) and
+    ``--broker-from-path REGEX`` (the first group of a match in the file's path)."""
+
+    default: int | None = None
+    by_file: tuple[tuple[str, int], ...] = ()
+    from_path: str | None = None
+
+    def for_file(self, path: str) -> tuple[int | None, str]:
+        """(broker, how it was given) for a file, None when the user said nothing."""
+        for name, broker in self.by_file:
+            if path == name or Path(path).name == name or path.endswith("/" + name):
+                return broker, "--broker FILE=ID"
+        if self.from_path is not None:
+            m = re.search(self.from_path, path)
+            if m is not None and m.groups() and (m.group(1) or "").isdigit():
+                return int(m.group(1)), "--broker-from-path"
+        if self.default is not None:
+            return self.default, "--broker"
+        return None, ""
+
+
+def file_broker(ids: Counter[int]) -> int | None:
+    """The broker a file's broker-naming lines name (``FILE_BROKER_SHARE`` of them)."""
+    if not ids:
+        return None
+    (top, n), = ids.most_common(1)
+    return top if n >= FILE_BROKER_SHARE * sum(ids.values()) else None
+
+
 @dataclass
 class FileImport:
     """What one log file yields: its events as rows, and its counts."""
@@ -80,6 +144,27 @@ class FileImport:
     samples: list[str] = field(default_factory=list)
     #: how the file's gzip stream broke, with how much was read (None: it did not)
     broken: str | None = None
+    #: the file's name as shown, its broker for lines that name none and how it was found
+    #: ("lines", "--broker FILE=ID", "--broker-from-path", "--broker" or "" when unknown)
+    name: str = ""
+    broker: int | None = None
+    broker_from: str = ""
+    #: events left without a broker
+    unknown_broker: int = 0
+    #: the first and last record's time (µs since the epoch, None: no record)
+    first_us: int | None = None
+    last_us: int | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """The file's line in the header's ``per_file``."""
+        def iso(us: int | None) -> str | None:
+            return None if us is None else dt.datetime.fromtimestamp(us / 1e6, dt.UTC).isoformat()
+        return {"file": self.name, "records": self.records, "understood": self.parsed,
+                "replication_like_not_understood": self.unparsed_replication,
+                "samples": self.samples[:3], "broker": self.broker,
+                "broker_from": self.broker_from or "unknown",
+                "unknown_broker_events": self.unknown_broker,
+                "from": iso(self.first_us), "to": iso(self.last_us)}
 
 
 @dataclass
@@ -99,6 +184,9 @@ class ImportResult:
     brokers: set[int] = field(default_factory=set)
     #: the files whose gzip stream broke, each with how much was read
     broken: list[str] = field(default_factory=list)
+    #: each file's figures (``FileImport.facts``), in input order
+    per_file: list[dict[str, Any]] = field(default_factory=list)
+    unknown_broker: int = 0
 
     def add(self, f: FileImport) -> None:
         """Count one file's figures in (files in their order: the samples are the first)."""
@@ -111,6 +199,8 @@ class ImportResult:
         self.samples += f.samples[:SAMPLES - len(self.samples)]
         if f.broken:
             self.broken.append(f.broken)
+        self.per_file.append(f.facts())
+        self.unknown_broker += f.unknown_broker
 
     def header(self, origin_us: int) -> dict[str, Any]:
         era = {k.name: k.era for k in K.KINDS}
@@ -125,6 +215,8 @@ class ImportResult:
             "unparsed_replication_like": self.unparsed_replication,
             "samples": self.samples,
             "broken_files": self.broken,
+            "unknown_broker_events": self.unknown_broker,
+            "per_file": self.per_file,
             "time_origin": dt.datetime.fromtimestamp(origin_us / 1e6, dt.UTC).isoformat(),
         }
 
@@ -196,13 +288,23 @@ def out_of_range(ev: dict[str, Any]) -> str | None:
 
 
 def import_file(records: Iterator[Record], stats: FileStats, index: int,
-                broker: int | None, fmt: str = "auto") -> FileImport:
-    """One file's records (``index``: its place among the inputs) as events and counts: the
-    one parse both the in-process import and the Spark job (``spark_analysis.import_job``)
-    run, so they write the same events."""
-    f = FileImport()
+                hint: BrokerHint | int | None, fmt: str = "auto", name: str = "") -> FileImport:
+    """One file's records (``index``: its place among the inputs; ``name``: its path as
+    given, for ``hint``) as events and counts: the one parse both the in-process import and
+    the Spark job (``spark_analysis.import_job``) run, so they write the same events."""
+    if not isinstance(hint, BrokerHint):
+        hint = BrokerHint(default=hint)
+    f = FileImport(name=name)
+    found: list[tuple[int, int, int, str, dict[str, Any]]] = []
+    named: Counter[int] = Counter()
     for rec in records:
         f.records += 1
+        if f.first_us is None:
+            f.first_us = rec.ts_us
+        f.last_us = rec.ts_us
+        said = FILE_BROKER.search(rec.message)
+        if said is not None:
+            named[int(next(g for g in said.groups() if g is not None))] += 1
         try:
             hit = K.match(rec, fmt)
         except ValueError as exc:   # int() of a number of thousands of digits
@@ -226,13 +328,23 @@ def import_file(records: Iterator[Record], stats: FileStats, index: int,
         f.parsed += 1
         f.by_kind[kind.name] += 1
         for ev in events:
-            f.rows.append((rec.ts_us, index, rec.line, kind.name, _placed(ev, broker)))
+            found.append((rec.ts_us, index, rec.line, kind.name, ev))
+    f.broker = file_broker(named)
+    f.broker_from = "lines" if f.broker is not None else ""
+    if f.broker is None:
+        f.broker, f.broker_from = hint.for_file(name)
+    for ts, i, line, kind_name, ev in found:
+        placed = _placed(ev, f.broker)
+        if placed["_node"] == "broker-unknown":
+            f.unknown_broker += 1
+        f.rows.append((ts, i, line, kind_name, placed))
     f.unframed, f.continuation = stats.unframed, stats.continuation
     f.broken = stats.broken
     return f
 
 
-def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | None = None,
+def import_logs(paths: list[str], out: str, *, tz: str = "UTC",
+                broker: BrokerHint | int | None = None,
                 cluster: str = "imported", progress: TextIO | None = None,
                 fmt: str = "auto") -> ImportResult:
     """Read ``paths`` in this process and write the trace ``out``; ImportError_ on bad
@@ -258,7 +370,8 @@ def import_logs(paths: list[str], out: str, *, tz: str = "UTC", broker: int | No
             done = now
 
         try:
-            one = import_file(read_records(f, tzinfo, stats, moved), stats, i, broker, fmt)
+            one = import_file(read_records(f, tzinfo, stats, moved), stats, i, broker, fmt,
+                              name=str(f))
         except LogFileError as exc:
             reading.finish()
             raise ImportError_(str(exc)) from None

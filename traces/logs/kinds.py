@@ -366,8 +366,9 @@ def _fetcher(change: str) -> Callable[[re.Match[str], Prefix, Record], list[Even
             return []
         ev: Event = {"event": "fetcher_partitions", "replica": pre.broker, "change": change,
                      "topic_partitions": names}
-        if m.groupdict().get("leader"):
-            ev["leader"] = int(m.group("leader"))
+        leader = m.groupdict().get("leader") or m.groupdict().get("leader_ep")
+        if leader:
+            ev["leader"] = int(leader)
         return [ev]
     return build
 
@@ -774,10 +775,13 @@ KINDS: Final[tuple[Kind, ...]] = (
          _offline_010),
     Kind("fetcher_added", "core/.../server/AbstractFetcherManager.scala, "
          "addFetcherForPartitions: 'Added fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
-         "s\"Added fetcher to broker ... for partitions $initialOffsetAndEpochs\" (2.4.1 - "
-         "trunk)",
-         re.compile(r"^Added fetcher (?:to broker (?P<leader>\d+) )?for partitions "
-                    r"(?P<parts>.*)$"),
+         "s\"Added fetcher to broker ${brokerAndFetcherId.broker} for partitions "
+         "$initialOffsetAndEpochs\" (2.1 - 2.3: the broker is a BrokerEndPoint, whose "
+         "toString (core/.../cluster/BrokerEndPoint.scala) is s\"BrokerEndPoint(id=$id, "
+         "host=$host:$port)\"); s\"Added fetcher to broker ${...broker.id} for partitions "
+         "...\" (2.4.1 - trunk)",
+         re.compile(r"^Added fetcher (?:to broker (?:(?P<leader>\d+)|BrokerEndPoint\("
+                    r"(?:id=)?(?P<leader_ep>\d+)[^)]*\)) )?for partitions (?P<parts>.*)$"),
          _fetcher("add")),
     Kind("fetcher_removed", "core/.../server/AbstractFetcherManager.scala, "
          "removeFetcherForPartitions: 'Removed fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
