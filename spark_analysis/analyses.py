@@ -575,6 +575,27 @@ def outside_assignment(side: DataFrame) -> DataFrame:
                     ).select(*K, "seq", "ts_us", "ar", "checked", "leader")
 
 
+def possible_loss(side: DataFrame) -> DataFrame:
+    """(K, anomaly, n): the signals of a possible loss a log shows (docs/anomalies.md §4d):
+    ``possible_committed_truncation`` (a ``log_truncate`` below the HW it names),
+    ``unclean_election`` (a ``leader_elected`` with ``election`` unclean) and
+    ``leader_epoch_regression`` (a ``leader_elected`` / ``become_leader`` whose epoch is below
+    the highest an earlier one of the partition carried)."""
+    trunc = (_valid_k(_ev(side, "log_truncate")).where(F.col("new_leo") < F.col("hw"))
+             .select(*K, F.lit("possible_committed_truncation").alias("anomaly")))
+    unclean = (_valid_k(_ev(side, "leader_elected")).where(F.col("election") == "unclean")
+               .select(*K, F.lit("unclean_election").alias("anomaly")))
+    w = (Window.partitionBy(*K).orderBy("seq")
+         .rowsBetween(Window.unboundedPreceding, -1))
+    epochs = _valid_k(_ev(side, "leader_elected", "become_leader")).where(
+        F.col("leader_epoch").isNotNull())
+    back = (epochs.select(*K, "leader_epoch", F.max("leader_epoch").over(w).alias("before"))
+            .where(F.col("leader_epoch") < F.col("before"))
+            .select(*K, F.lit("leader_epoch_regression").alias("anomaly")))
+    return (trunc.unionByName(unclean).unionByName(back).groupBy(*K, "anomaly")
+            .agg(F.count(F.lit(1)).alias("n")).select(*K, "anomaly", "n"))
+
+
 def isr_states(side: DataFrame) -> DataFrame:
     """The committed ISR after each ``isr_change`` / ``leader_elected`` (K, seq, ts_us,
     isr, prev_isr), prev_isr = the previous state, or ``isr_change.old`` for the first."""
@@ -736,6 +757,7 @@ class Analysis:
             "lost_committed_offset": lambda: count(lost_committed_offsets(side),
                                                    "lost_committed_offset"),
             "outside_assignment": lambda: count(outside_assignment(side), "outside_assignment"),
+            "possible_loss": lambda: possible_loss(side),
         }
 
     def families(self, on_start: Callable[[str], None] | None = None,

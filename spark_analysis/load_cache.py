@@ -81,7 +81,7 @@ def _cache_path(cache_dir: str | None, files: Sequence[str], *, careful: bool = 
         return None
     folder = claim_cache(cache_dir, files)
     h = hashlib.sha256()
-    h.update(b"schema-v7\n")  # the cached columns and side lines: bump when they change
+    h.update(b"schema-v8\n")  # the cached columns and side lines: bump when they change
     h.update(b"careful\n" if careful else b"")
     for f in files:
         h.update(f"{f}\0{_digest(f)}\n".encode())

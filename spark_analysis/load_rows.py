@@ -50,6 +50,7 @@ TRACE_SCHEMA = T.StructType(
         ("topic", _S), ("partition", _I), ("replica", _I), ("old", _S), ("new", _S),
         ("reason", _S), ("role", _S), ("log_start_offset", _L), ("hw", _L), ("leo", _L),
         ("leader", _I), ("leader_epoch", _I), ("isr", T.ArrayType(_I)),
+        ("new_leo", _L), ("election", _S),
         # clients
         ("value", _S), ("producer", _L), ("acks", _S), ("offset", _L),
         ("group", _S), ("consumer", _S), ("partitions", T.ArrayType(_I)),

@@ -85,7 +85,7 @@ HOT_EVENTS: Final = ("hw_update", "consume", "produce_ack", "produce_send")
 SIDE_EVENTS: Final = ("run_start", "run_end", "fault", "leader_elected", "partition_offline",
                       "isr_change", "convergence", "assignment", "node_crash",
                       "final_log", "offset_commit", "offset_commit_ack", "offset_fetch",
-                      "replicas_change", "replica_deleted")
+                      "replicas_change", "replica_deleted", "log_truncate", "become_leader")
 #: ``load.EVENT_COLUMNS`` with their Arrow types, then the scan's own columns.
 SCAN_SCHEMA: Final = pa.schema([
     ("tid", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),

@@ -274,6 +274,8 @@ class _Partition:
     #: the first send's producer and acks per value (a send a read places, without its ack)
     send_from: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
+    #: the highest leader epoch an election or take-over of the partition carried
+    max_leader_epoch: int | None = None
 
 
 class Checker:
@@ -323,6 +325,8 @@ class Checker:
             "node_crash": self._on_node_crash,
             "replicas_change": self._on_replicas_change,
             "replica_deleted": self._on_replica_deleted,
+            "log_truncate": self._on_log_truncate,
+            "become_leader": self._on_become_leader,
             "final_log": self._on_final_log,
             "convergence": self._on_convergence,
         }
@@ -436,11 +440,46 @@ class Checker:
             self._set_isr(key, seq, ts, new, _isr(ev.get("old")))
             self._check_assignment(key, seq, ts, new, None)
 
+    def _on_log_truncate(self, ev: Event, seq: int, ts: int) -> None:
+        """``possible_committed_truncation``: a replica cut its log below the HW the line
+        names (``ReplicaFetcherThread``'s "Truncating ... below high watermark"): records it
+        had seen committed are gone from it."""
+        key, new, hw = _pkey(ev), _int(ev.get("new_leo")), _int(ev.get("hw"))
+        if key is not None and new is not None and hw is not None and new < hw:
+            self._note("possible_committed_truncation", key, seq,
+                       {"ts_us": ts, "replica": _int(ev.get("replica")), "new_leo": new,
+                        "hw": hw, "records": hw - new})
+
+    def _on_become_leader(self, ev: Event, seq: int, ts: int) -> None:
+        key = _pkey(ev)
+        if key is not None:
+            self._leader_epoch(key, seq, ts, _int(ev.get("leader_epoch")),
+                               _int(ev.get("replica")))
+
+    def _leader_epoch(self, key: PartitionKey, seq: int, ts: int, epoch: int | None,
+                      leader: int | None) -> None:
+        """``leader_epoch_regression``: a leader elected or taking over with a lower epoch
+        than one an earlier election or take-over of the partition carried."""
+        if epoch is None:
+            return
+        p = self._part(key)
+        if p.max_leader_epoch is not None and epoch < p.max_leader_epoch:
+            self._note("leader_epoch_regression", key, seq,
+                       {"ts_us": ts, "leader": leader, "leader_epoch": epoch,
+                        "previous_epoch": p.max_leader_epoch})
+        p.max_leader_epoch = epoch if p.max_leader_epoch is None else max(
+            epoch, p.max_leader_epoch)
+
     def _on_leader_elected(self, ev: Event, seq: int, ts: int) -> None:
         key = _pkey(ev)
         if key is None:
             return
         leader = _int(ev.get("leader"))
+        if ev.get("election") == "unclean":
+            self._note("unclean_election", key, seq,
+                       {"ts_us": ts, "leader": leader,
+                        "leader_epoch": _int(ev.get("leader_epoch"))})
+        self._leader_epoch(key, seq, ts, _int(ev.get("leader_epoch")), leader)
         self._part(key).leadership = (
             "leader_elected", leader if leader is not None and leader >= 0 else None
         )

@@ -191,7 +191,15 @@ ANOMALIES: Final = (
     "under_min_isr",
     "lost_committed_offset",
     "outside_assignment",
+    "possible_committed_truncation",
+    "unclean_election",
+    "leader_epoch_regression",
 )
+#: Signals of a possible loss that a log shows without proving it (issue 54): in a trace
+#: imported from Kafka's logs they choose the verdict ("POSSIBLE LOSS"); in an emulator's
+#: trace, whose records are all known, they are informational.
+POSSIBLE_LOSS: Final = ("possible_committed_truncation", "unclean_election",
+                        "leader_epoch_regression")
 #: Forbidden anomalies when a scenario's ``[expect]`` has no ``forbid`` list (the scenario
 #: loader fills it in; the checker falls back on it for a trace whose header has none).
 DEFAULT_FORBID: Final = (

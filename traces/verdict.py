@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.schema import ANOMALIES, DEFAULT_FORBID, POSSIBLE_LOSS
 
 #: the words, most serious first, and the anomalies that choose each
 WORDS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
@@ -39,15 +39,18 @@ WORDS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("ANOMALOUS", ("duplicate", "nonmonotonic_send", "poll_skip", "nonmonotonic_poll")),
 )
 
-#: counted, never the verdict's word
-INFORMATIONAL: Final = ("expired", "hw_regression_replica", "isr_churn", "under_min_isr")
+#: counted, never the verdict's word (the possible-loss signals choose it only in a trace
+#: imported from Kafka's logs, where no record-level anomaly can: ``POSSIBLE_LOSS``)
+INFORMATIONAL: Final = ("expired", "hw_regression_replica", "isr_churn", "under_min_isr",
+                        *POSSIBLE_LOSS)
 
 #: anomalies counted in milliseconds by the checkers, shown in seconds
 DURATIONS: Final = ("under_min_isr",)
 
 #: the colour of each word: red for the data's harm, amber for order, green for safe
 TONE: Final = {"LOST": "bad", "DIVERGED": "bad", "UNSAFE": "bad", "STUCK": "bad",
-               "ANOMALOUS": "warn", "SAFE": "ok", "INCOMPLETE": "warn", "IMPORTED": "warn"}
+               "ANOMALOUS": "warn", "SAFE": "ok", "INCOMPLETE": "warn", "IMPORTED": "warn",
+               "POSSIBLE LOSS": "bad"}
 
 _PHRASES: Final = {
     "lost_acked_write": ("acknowledged write", "acknowledged writes"),
@@ -65,6 +68,11 @@ _PHRASES: Final = {
     "nonmonotonic_send": ("send that landed below an earlier one",
                           "sends that landed below an earlier one"),
     "poll_skip": ("poll that skipped offsets", "polls that skipped offsets"),
+    "possible_committed_truncation": ("truncation below the high watermark",
+                                      "truncations below the high watermark"),
+    "unclean_election": ("unclean election", "unclean elections"),
+    "leader_epoch_regression": ("leader epoch that went backwards",
+                                "leader epochs that went backwards"),
     "nonmonotonic_poll": ("poll that stepped back", "polls that stepped back"),
 }
 
@@ -155,6 +163,14 @@ def judge(anomalies: Mapping[str, int | None], *, forbidden_found: Sequence[str]
         return Verdict("INCOMPLETE", f"the run did not finish ({incomplete}), so no verdict",
                        "", None)
     if imported:
+        signals = [k for k in POSSIBLE_LOSS if anomalies.get(k)]
+        if signals:   # what a log shows of a loss, without proving an acknowledgement
+            return Verdict("POSSIBLE LOSS", " and ".join(
+                _count(anomalies.get(k) or 0, k) + _where(
+                    {p: c.get(k, 0) for p, c in per_partition.items()} if per_partition
+                    else None) for k in signals),
+                "from Kafka's logs: a log does not prove an acknowledgement, and per-record "
+                "anomalies are not available", None)
         return Verdict("IMPORTED", "read from Kafka's logs: the ISR, HW, truncation and "
                        "election views stand; per-record anomalies are not available, so no "
                        "verdict", "", None)

@@ -41,7 +41,7 @@ def test_the_table_is_built_from_the_families_collected_without_another_job(
         # the threads take them, and the rows come in the builders' order
         assert [name for name, _ in families] == list(kept.builders()) == [
             "record", "order", "log_divergence", "no_convergence", "isr_churn",
-            "under_min_isr", "lost_committed_offset", "outside_assignment"]
+            "under_min_isr", "lost_committed_offset", "outside_assignment", "possible_loss"]
         assert sorted(started) == sorted(kept.builders())
         table, after = jobs("isrlab-table-after-families", kept)
         assert list(kept.families(on_start=started.append)) == families  # kept,

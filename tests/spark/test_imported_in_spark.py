@@ -39,3 +39,21 @@ def test_analyze_an_imported_trace(spark: SparkSession, tmp_path: Path,
     assert [(r["imported"], r["lost_acked_write"], r["duplicate"]) for r in wide] == [
         (True, None, None)]
     assert wide[0]["isr_churn"] is not None
+
+
+def test_analyze_says_a_truncation_below_the_hw_is_a_possible_loss(
+        spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 54, point 3: ``analyze`` counts what ``check`` counts of an imported
+    ``Truncating ... below high watermark`` and says the same verdict."""
+    from test_import_loss_signals import BELOW_HW
+
+    from traces.checker import check_file
+    log = tmp_path / "server.log"
+    log.write_text(BELOW_HW)
+    trace = tmp_path / "imported.jsonl"
+    import_logs([str(log)], str(trace))
+    assert main([str(trace), "--json"]) == 0
+    row = orjson.loads(capsys.readouterr().out)["per_trace"][str(trace)]
+    assert row["anomalies"]["possible_committed_truncation"] == 1
+    assert row["verdict"]["headline"] == check_file(trace).verdict().headline
+    assert row["verdict"]["word"] == "POSSIBLE LOSS"

@@ -331,4 +331,17 @@ def catalogue() -> dict[str, Trace]:
     out["reassigned"] = reassigned()
     out["all_crashed"] = all_crashed()  # offline, nothing lost: the logs are on disk
     out["all_crashed_lost_tail"] = all_crashed(lost_tail=True)
+    t = Trace()  # what a log shows of a possible loss (issue 54): a truncation below the
+    t.elect(0, [0, 1], epoch=3)  # HW, and an election with an older epoch than one before
+    t.at(1).emit("log_truncate", node="broker-1", topic=TOPIC, partition=0, replica=1,
+                 new_leo=3, hw=5, reason="below_high_watermark")
+    t.emit("log_truncate", node="broker-1", topic=TOPIC, partition=0, replica=1,
+           old_leo=6, new_leo=5, reason="leader_epoch")     # at the HW it names: none
+    t.at(2).elect(1, [1], epoch=2)
+    t.emit("become_leader", node="broker-1", topic=TOPIC, partition=0, replica=1,
+           leader_epoch=2, isr=[1], leo=5, hw=5)           # the same old epoch again
+    t.at(30).converged(True)
+    for r in (0, 1):
+        t.final_log(r, [], hw=0)
+    out["log_loss_signals"] = t
     return out
