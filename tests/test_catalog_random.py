@@ -22,14 +22,10 @@ from traces.writer import TraceWriter
 
 #: catalog entry -> the first seed whose random mode shows the expected anomalies
 #: (what ``bench/campaigns.py`` reports as seeds to first detection)
-#: (S4 is not here since the network became TCP: its random mode — deafness and isolated
-#: leaders — relied on a deafened follower's fetches reaching the new leader one after
-#: another while the answers were lost; on TCP a deafened follower sends one fetch, then
-#: waits for the held answer or, after its timeout, cannot connect again while deaf. Not
-#: found in 300 seeds; its scripted schedule still reproduces it.)
 FIRST_DETECTION = {
     "s1-kip101-hw-truncation": 1,
     "s2-kip101-power-loss-divergence": 3,
+    "s4-kafka7128-stale-hw-isr-expand": 71,
     "s5-kip497-maximal-isr-race": 6,
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
