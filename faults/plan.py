@@ -254,19 +254,27 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
         def stop() -> None:
             for n in nodes:
                 world.resume(n)
-    elif kind in ("isolate", "partition", "partition_reject", "cut"):
-        # DROP-style cuts are healed; REJECT-style ones stop answering with resets
-        if kind == "cut":
-            pairs = [(nodes[0], nodes[1])] if len(nodes) == 2 else []
-        else:
-            pairs = _links(world, nodes)
-        begin, end = ((world.reject, world.unreject) if kind == "partition_reject"
-                      else (world.cut, world.heal))
+    elif kind in ("isolate", "partition"):
+        links = _links(world, nodes)
+        for a, b in links:
+            world.cut(a, b)
+        def stop() -> None:
+            for a, b in links:
+                world.heal(a, b)
+    elif kind == "partition_reject":
+        rejected = _links(world, nodes)
+        for a, b in rejected:
+            world.reject(a, b)
+        def stop() -> None:
+            for a, b in rejected:
+                world.unreject(a, b)
+    elif kind == "cut":
+        pairs = [(nodes[0], nodes[1])] if len(nodes) == 2 else []
         for a, b in pairs:
-            begin(a, b)
+            world.cut(a, b)
         def stop() -> None:
             for a, b in pairs:
-                end(a, b)
+                world.heal(a, b)
     elif kind in ("delay", "drop"):
         links = _links(world, nodes)
         for a, b in links:
