@@ -208,6 +208,11 @@ class _Walker:
         return self._object(v)
 
     def _object(self, v: Any) -> Any:
+        if type(v).__module__.startswith("trio"):
+            # the runtime is not state: walking it never ends (its task tree is shared
+            # everywhere) and its sets have no order. Reached through a bound method of the
+            # cluster kept in a closure (a fault's stop): keep names there, not methods
+            raise TypeError(f"the state digest reached the Trio runtime ({type(v).__name__})")
         key = id(v)   # nondeterminism-ok: a cycle guard (membership), never digested
         if key in self._active:
             return ("cycle", type(v).__name__)
