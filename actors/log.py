@@ -5,9 +5,11 @@ What is kept, per replica, on the broker's simulated disk (:class:`BrokerDisk`):
 * the records, each stamped with the leader epoch that appended it, grouped in segments
   (base offset, size in bytes, largest timestamp) — the active segment rolls at
   ``segment.bytes`` / ``segment.ms``;
-* ``recovery_point``: the flushed prefix. Everything past it lives only in the page cache:
-  a process crash keeps it, a power loss drops it (Kafka leaves flushing to the page cache:
-  ``flush.messages``/``flush.ms`` are off by default);
+* ``recovery_point``: the flushed prefix. Everything past it lives only in the page cache
+  until the kernel writes it back: a process crash keeps it, a power loss drops what was
+  not written back yet (Kafka leaves flushing to the page cache: ``flush.messages``/
+  ``flush.ms`` are off by default). The kernel's writeback is modelled per file, the
+  active segment's (see :class:`PartitionLog`);
 * the leader-epoch cache (``leader-epoch-checkpoint``), the HW checkpoint
   (``replication-offset-checkpoint``), the logStartOffset checkpoint and the
   clean-shutdown marker. Checkpoint files are written with fsync, so they survive power
@@ -30,7 +32,6 @@ diverging-epoch check.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -174,7 +175,44 @@ class LeaderEpochCache:
 
 @dataclass(slots=True)
 class PartitionLog:
-    """Durable state of one replica. Mutated by the replica machine; survives crashes."""
+    """Durable state of one replica. Mutated by the replica machine; survives crashes.
+
+    Page cache
+    ----------
+    What a power loss keeps of the unflushed tail is what Linux's flusher wrote back, and
+    Linux ages dirty data per file (inode), not per page or record (fs/fs-writeback.c, read
+    as of v4.2 and v6.x; the rules below hold in both):
+
+    * ``__mark_inode_dirty`` stamps ``dirtied_when`` only when the inode goes from clean to
+      dirty; writes to a file already dirty (or queued for writeback) leave the stamp.
+    * The periodic (kupdate) writeback runs every ``dirty_writeback_interval``
+      (``wb_check_old_data_flush`` → ``wb_writeback``): ``queue_io`` /
+      ``move_expired_inodes`` take every inode whose stamp is at least
+      ``dirty_expire_interval`` old, and ``writeback_sb_inodes`` →
+      ``__writeback_single_inode`` → ``do_writepages`` writes *all* its dirty pages —
+      the young ones too (in chunks of at least 4 MiB, the loop going on while it makes
+      progress; isrlab's rates never need a second chunk).
+    * ``requeue_inode`` then takes a clean inode off the dirty lists. One redirtied while it
+      was being written goes back through ``redirty_tail_locked``, which stamps it with the
+      current time when a younger inode is on the device's dirty list, and keeps the old
+      stamp otherwise (it is then written again at the next wake-up).
+
+    isrlab models one file per log, the active segment's: older segments were fsynced when
+    they rolled (``UnifiedLog.roll`` schedules ``flushUptoOffsetExclusive(new base)`` at
+    once; isrlab flushes in the same step), so they lie below the recovery point. The
+    flusher's wake-ups fall on the multiples of ``writeback_ms`` and take no time: a
+    wake-up at W writes everything appended before W if the file's stamp is at least
+    ``expire_ms`` older than W, and the file is clean; the next append (at W or later)
+    stamps it again. That is ``redirty_tail_locked``'s re-stamp to within the writeback's
+    own duration; its keep-the-old-stamp branch needs the device's dirty list empty, which
+    a Kafka host does not have (other partitions' segments and indexes, the
+    ``replication-offset-checkpoint`` rewritten every 5 s). So a power loss drops from
+    nothing to about ``expire_ms + writeback_ms`` of the tail, depending on where the
+    file's stamp fell. Nothing runs on a timer: ``dirtied_ms`` and the wake-up due to
+    write the file (``writeback_due_ms``) are settled lazily, at the next append or at the
+    power loss. ``writeback_ms = 0`` disables periodic writeback, as in Linux: a power
+    loss then keeps exactly what Kafka flushed.
+    """
 
     topic: str
     partition: int
@@ -188,14 +226,17 @@ class PartitionLog:
     log_start_checkpoint: int = 0
     unflushed_messages: int = 0
     last_flush_ms: int = 0
-    # the host's page cache (Linux writeback): the flusher wakes every ``writeback_ms``
-    # (vm.dirty_writeback_centisecs; 0: never) and writes what has been dirty for longer
-    # than ``expire_ms`` (vm.dirty_expire_centisecs). ``dirty`` holds (append ms, LEO after
-    # that ms's appends), oldest first, for what may still be only in memory;
-    # ``written_back`` is the offset below which the kernel has certainly written the log.
+    # the host's page cache (Linux writeback), per file: see *Page cache* above
+    #: vm.dirty_writeback_centisecs in ms: the flusher's wake-up period (0: never wakes)
     writeback_ms: int = 0
+    #: vm.dirty_expire_centisecs in ms: how long a file stays dirty before a wake-up writes it
     expire_ms: int = 30_000
-    dirty: deque[tuple[int, int]] = field(default_factory=deque)
+    #: when the active segment's file went from clean to dirty (its inode's
+    #: ``dirtied_when``); -1: clean
+    dirtied_ms: int = -1
+    #: the first flusher wake-up that finds that file expired and writes all of it; -1: none
+    writeback_due_ms: int = -1
+    #: the offset below which the kernel has certainly written the log
     written_back: int = 0
     #: the last power loss's toll, (LEO before, LEO after), until the restart traces it
     power_loss_cut: tuple[int, int] | None = None
@@ -275,6 +316,18 @@ class PartitionLog:
             self.segments.append(Segment(rec[0], created_ms=now_ms))
             seg = self.segments[-1]
             rolled = True
+        if self.writeback_ms > 0:
+            # the page cache (*Page cache* above): settled here and at a power loss
+            due = self.writeback_due_ms
+            if 0 <= due <= now_ms:
+                # the wake-up at ``due`` (before this append) wrote the whole file, clean
+                self.written_back = rec[0]
+                due = -1
+            if due < 0 or rolled:
+                # a clean file, or the new segment's file, becomes dirty now; writes to a
+                # file already dirty do not move its stamp (__mark_inode_dirty)
+                self.dirtied_ms = now_ms
+                self.writeback_due_ms = self._writeback_due(now_ms)
         self.records.append(rec)
         seg.size += size
         if rec[3] > seg.largest_timestamp:
@@ -285,25 +338,33 @@ class PartitionLog:
             # cache's own rule decides (an older epoch is refused before 2.1, taken after)
             self.epochs.assign(rec[2], rec[0])
         self.unflushed_messages += 1
-        if self.writeback_ms > 0:
-            dirty = self.dirty
-            if dirty and dirty[-1][0] == now_ms:
-                dirty[-1] = (now_ms, rec[0] + 1)
-            else:
-                dirty.append((now_ms, rec[0] + 1))
-            # pages this old are written back by the next wake-up, whatever happens next
-            horizon = now_ms - self.expire_ms - self.writeback_ms
-            while dirty[0][0] <= horizon:
-                self.written_back = max(self.written_back, dirty.popleft()[1])
         return rolled
 
+    def _writeback_due(self, dirtied_ms: int) -> int:
+        """The first flusher wake-up (a multiple of ``writeback_ms``) that finds a file
+        dirtied at ``dirtied_ms`` expired: at least ``expire_ms`` later, and after the
+        write (a wake-up at the same millisecond comes before it)."""
+        wb = self.writeback_ms
+        earliest = dirtied_ms + max(self.expire_ms, 1)
+        return -(-earliest // wb) * wb
+
     def flush(self, now_ms: int, upto: int | None = None) -> None:
+        """Kafka's flush (``fsync``) up to ``upto`` (the LEO when None). It leaves the active
+        file's dirty stamp as it was: ext4's and XFS's fsync write the pages and commit the
+        journal, but the inode stays on the flusher's dirty list, stamp unchanged, until a
+        wake-up finds it expired (``ext4_sync_file``: ``file_write_and_wait_range`` then
+        the journal; no ``I_DIRTY`` flag is cleared) — later appends do not stamp it anew.
+        Only when nothing is left in the active file (a roll just made it, empty) is there
+        no dirty file at all."""
         self.recovery_point = max(self.recovery_point,
                                   self.log_end_offset if upto is None else upto)
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms
-        while self.dirty and self.dirty[0][1] <= self.recovery_point:
-            self.dirty.popleft()     # fsynced: no longer the page cache's to lose
+        if self.segments[-1].size == 0 and self.recovery_point >= self.log_end_offset:
+            # a new, empty active segment (a roll outside append: retention's): its file
+            # is not dirty until its first append
+            self.dirtied_ms = self.writeback_due_ms = -1
+            self.written_back = max(self.written_back, self.log_end_offset)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or above ``offset``; returns the old LEO."""
@@ -325,6 +386,10 @@ class PartitionLog:
             del self.records[keep:]
         self._forget_damage(offset, old)
         # LocalLog.truncateTo: segments based above the target go, the one holding it is cut
+        if len(self.segments) > 1 and self.segments[-1].base_offset > offset:
+            # the active file is deleted with its dirty pages; the segment holding the
+            # target was flushed when it rolled (it is below the recovery point): clean
+            self.dirtied_ms = self.writeback_due_ms = -1
         while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
             self.segments.pop()
         self._resize_active()
@@ -332,9 +397,8 @@ class PartitionLog:
         # "logStartOffset = math.min(targetOffset, logStartOffset)"
         self.log_start_offset = min(self.log_start_offset, offset)
         self.recovery_point = min(self.recovery_point, offset)
+        # cut within the active file: its dirty stamp stays (the cut is no write to data)
         self.written_back = min(self.written_back, offset)
-        if self.dirty and self.dirty[-1][1] > offset:
-            self.dirty = deque((t, min(end, offset)) for t, end in self.dirty)
         return old
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -345,7 +409,7 @@ class PartitionLog:
         self.log_start_checkpoint = offset
         self.recovery_point = offset
         self.written_back = offset
-        self.dirty.clear()
+        self.dirtied_ms = self.writeback_due_ms = -1   # new files, empty
         self.epochs.clear()
 
     def _resize_active(self) -> None:
@@ -371,21 +435,20 @@ class PartitionLog:
     # -- crashes ---------------------------------------------------------------------------
     def lose_page_cache(self, now_ms: int = 0) -> None:
         """Power loss at ``now_ms``: what Kafka flushed, what the kernel's flusher wrote back
-        (at its last wake-up, the pages dirty for longer than the expiry) and the checkpoint
-        files survive; then the log is opened as ``LogLoader`` opens it after a hard failure,
-        keeping the valid records past the recovery point (``recoverLog``)."""
+        (*Page cache* in the class note: the whole active file, if a wake-up at or before
+        ``now_ms`` found it expired since its last write; else what an earlier wake-up
+        wrote) and the checkpoint files survive; then the log is opened as ``LogLoader``
+        opens it after a hard failure, keeping the valid records past the recovery point
+        (``recoverLog``)."""
         epoch_file, start_file = list(self.epochs.checkpoint), self.log_start_checkpoint
         durable = max(self.recovery_point, self.written_back)
-        if self.writeback_ms > 0:
-            cutoff = (now_ms // self.writeback_ms) * self.writeback_ms - self.expire_ms
-            for appended_ms, end in self.dirty:
-                if appended_ms > cutoff:
-                    break
-                durable = max(durable, end)
+        if 0 <= self.writeback_due_ms <= now_ms:
+            # every append came before that wake-up (a later one would have settled it)
+            durable = self.log_end_offset
         self.power_loss_cut = (self.log_end_offset, min(durable, self.log_end_offset))
         if self.log_end_offset > durable:
             self.truncate_to(durable)
-        self.dirty.clear()
+        self.dirtied_ms = self.writeback_due_ms = -1
         self.written_back = self.log_end_offset
         # the loss writes no checkpoint file: they are as last written
         self.epochs.checkpoint, self.log_start_checkpoint = epoch_file, start_file
