@@ -93,6 +93,14 @@ class Rules:
     reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
                                     # cancel an ongoing reassignment; before, a started
                                     # reassignment could only run to its end
+    epochless_truncation_is_local: bool = True  # 2.1+: a truncating partition whose
+                                    # epoch cache is empty truncates to its fetch offset (the
+                                    # HW) without asking the leader (2.1.0
+                                    # ReplicaFetcherThread.fetchEpochsFromLeader skips an
+                                    # undefined epoch; 2.8.0/3.7.0 maybeTruncate:
+                                    # partitionsWithoutEpochs → truncateToHighWatermark);
+                                    # 0.11-2.0 send epoch -1 and truncate to the HW on the
+                                    # leader's undefined answer
 
 
 _BASE = Rules(
@@ -122,6 +130,7 @@ _ERA_RULES: Final = {
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "2.0": replace(_BASE, era="2.0", reassignment_cancel=False, alter_partition_errors="zk",
+                   epochless_truncation_is_local=False,
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    epoch_cache_kafka7415=False,
                    fence_on_reregistration=False, elr=False,
@@ -131,6 +140,7 @@ _ERA_RULES: Final = {
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "0.11": replace(_BASE, era="0.11", reassignment_cancel=False, alter_partition_errors="zk",
+                    epochless_truncation_is_local=False,
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,
@@ -140,6 +150,7 @@ _ERA_RULES: Final = {
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
     "0.10": replace(_BASE, era="0.10", reassignment_cancel=False, alter_partition_errors="zk",
+                    epochless_truncation_is_local=False,
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
                     fence_on_reregistration=False, elr=False,

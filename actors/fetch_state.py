@@ -4,15 +4,17 @@
 part of a Fetch (fetch offset, lastFetchedEpoch, currentLeaderEpoch, logStartOffset) or of
 an OffsetsForLeaderEpoch request, awaits one answer at a time (alone, in the conformance
 harness, it sends the request itself with a timeout), backs off by
-``replica.fetch.backoff.ms`` after an error (a damaged record batch in the answer is one:
-nothing of that answer is appended, and the same offset is fetched again), and processes
-the answer: appends, the follower HW (docs/eras.md 1.6), the leader's logStartOffset
-(``processPartitionData``), and truncation by era (1.7: to the HW, KIP-101, KIP-279's
-``getOffsetTruncationState``, truncate-on-fetch on a diverging epoch,
-``fetchOffsetAndTruncate`` on OFFSET_OUT_OF_RANGE). Its fields (``fetch_state``:
-truncating or fetching, ``fetch_delay_until_us``, the correlation it awaits) are declared
-with the rest of the state in :class:`actors.local_replica.LocalReplica`; for a replica
-run by a replica manager, the fetcher thread (:mod:`actors.fetcher`) decides when requests go.
+``replica.fetch.backoff.ms`` after an error in the state it was in (a damaged record batch
+in the answer is one: nothing of that answer is appended, and the same offset is fetched
+again), stops fetching when fenced (FENCED_LEADER_EPOCH) until a new leader epoch, and
+processes the answer: appends, the follower HW (docs/eras.md 1.6), the leader's
+logStartOffset (``processPartitionData``), and truncation by era (1.7: to the HW, KIP-101,
+KIP-279's ``getOffsetTruncationState``, truncate-on-fetch on a diverging epoch,
+``fetchOffsetAndTruncate`` on OFFSET_OUT_OF_RANGE, at once). Its fields (``fetch_state``:
+truncating, fetching or failed; ``fetch_delay_until_us``, ``fetch_offset``,
+``last_fetched_epoch``, the correlation it awaits) are declared with the rest of the state
+in :class:`actors.local_replica.LocalReplica`; for a replica run by a replica manager, the
+fetcher thread (:mod:`actors.fetcher`) decides when requests go.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from actors.local_replica import LocalReplica
 from actors.log import UNDEFINED
 from actors.messages import (
+    FENCED_LEADER_EPOCH,
     NONE,
     OFFSET_OUT_OF_RANGE,
     Fetch,
@@ -36,12 +39,52 @@ class PartitionFetchState(LocalReplica):
     """The follower side of a partition replica (see the module note)."""
 
     # -- follower --------------------------------------------------------------------------
+    def start_following(self) -> None:
+        """The partition's fetch state as the fetcher builds it when the replica becomes a
+        follower (``AbstractFetcherThread.addPartitions``), and its first request:
+
+        * 0.10 (no leader epochs): truncate to the HW, then fetch from there;
+        * 0.11-2.1 (OffsetsForLeaderEpoch): *truncating* at the HW
+          (``ReplicaManager.makeFollowers``: the initial fetch offset is the HW) — the first
+          request asks for the end offset of the cache's latest epoch
+          (``ReplicaFetcherThread.buildLeaderEpochRequest``, 0.11.0.0, 2.0.0;
+          ``AbstractFetcherThread.buildLeaderEpochRequest``, 2.1.0). With an empty cache
+          0.11 and 2.0 ask for epoch -1, which the leader answers undefined, and truncate
+          to the HW; 2.1 does not ask (:meth:`_send_offsets_for_leader_epoch`);
+        * 2.8+ (truncate on fetch; ``AbstractFetcherThread.partitionFetchState``,
+          ``ReplicaManager.initialFetchOffset``, 2.8.0 and 3.7.0): *fetching* from the LEO
+          with the cache's latest epoch as lastFetchedEpoch; with no epoch in the cache
+          (``latestEpoch`` empty) *truncating* at the HW instead, which ``maybeTruncate``
+          does locally, without asking the leader (``partitionsWithoutEpochs`` →
+          ``truncateToHighWatermark``), then fetching from the HW."""
+        self._outstanding = -1
+        self.fetch_delay_until_us = 0
+        trunc = self.rules.truncation
+        if trunc == "hw":
+            self._truncate(self.hw, "high_watermark")
+            self._fetch_from_here()
+        elif trunc in ("kip101", "kip279"):
+            self.fetch_offset = self.hw
+            self._send_offsets_for_leader_epoch()
+        elif self.log.epochs.latest_epoch() == UNDEFINED:
+            self._truncate(self.hw, "high_watermark")
+            self._fetch_from_here()
+        else:
+            self._fetch_from_here()
+
+    def _fetch_from_here(self) -> None:
+        """Fetching from the LEO, with the cache's latest epoch as lastFetchedEpoch (how
+        Kafka builds the state after a truncation, an out-of-range reset or on becoming a
+        follower: ``lastFetchedEpoch = latestEpoch(tp)``)."""
+        self.last_fetched_epoch = self.log.epochs.latest_epoch()
+        self._send_fetch()
+
     def _send_fetch(self) -> None:
         if self.role != "follower" or self.leader < 0:
             return
+        self.fetch_state = "fetching"
         if self.host is not None:   # the fetcher thread sends it, with its siblings
             self._outstanding = -1
-            self.fetch_state = "fetching"
             self.touch(self.host).wake(self)
             return
         corr = self._next_correlation()
@@ -55,22 +98,30 @@ class PartitionFetchState(LocalReplica):
         of a :class:`Fetch`): from the LEO, with the era's epochs; awaits its answer."""
         self._outstanding = corr
         self._outstanding_is_epoch = False
-        # lastFetchedEpoch (2.8+): the epoch cache's latest epoch when the fetch state is
-        # built (AbstractFetcherThread.partitionFetchState: latestEpoch(tp)) and after a
-        # truncation, the last appended batch's epoch after an append; with the 2.1+ cache
-        # rule both are the cache's latest epoch. Not the last record's epoch: a replica that
-        # led an epoch without appending must offer that epoch, so that the leader answers
-        # with a diverging epoch and the truncation trims the stale entry (KAFKA-7415).
-        last_epoch = self.log.epochs.latest_epoch() if self.rules.truncation == "fetch" else -1
+        # lastFetchedEpoch (2.8+): PartitionFetchState.lastFetchedEpoch, kept as Kafka keeps
+        # it (see last_fetched_epoch). Not the last record's epoch: a replica that led an
+        # epoch without appending offers that epoch, so that the leader answers with a
+        # diverging epoch and the truncation trims the stale entry (KAFKA-7415).
+        last_epoch = self.last_fetched_epoch if self.rules.truncation == "fetch" else -1
         own_epoch = self.broker_epochs.get(self.broker_id, (-1, False))[0]
         return (self.topic, self.partition, self.broker_id, own_epoch, self.leo, last_epoch,
                 self.leader_epoch if self.rules.epoch_fencing else -1,
                 self.log.log_start_offset, self.cfg.replica_fetch_max_records, corr)
 
     def _send_offsets_for_leader_epoch(self) -> None:
+        if self.role != "follower" or self.leader < 0:
+            return
+        if (self.rules.epochless_truncation_is_local
+                and self.log.epochs.latest_epoch() == UNDEFINED):
+            # 2.1.0 ReplicaFetcherThread.fetchEpochsFromLeader: a partition whose latest
+            # epoch is undefined is left out of the request and answered (NONE, undefined)
+            # locally: getOffsetTruncationState truncates it to its fetch offset (the HW)
+            self._truncate(self.fetch_offset, "high_watermark")
+            self._fetch_from_here()
+            return
+        self.fetch_state = "truncating"
         if self.host is not None:   # the fetcher thread asks, for all it is truncating
             self._outstanding = -1
-            self.fetch_state = "truncating"
             self.touch(self.host).wake(self)
             return
         corr = self._next_correlation()
@@ -81,7 +132,9 @@ class PartitionFetchState(LocalReplica):
 
     def epoch_part(self, corr: int) -> tuple[Any, ...]:
         """This partition's part of an OffsetsForLeaderEpoch request (the fields of an
-        :class:`OffsetsForLeaderEpoch`): its latest epoch; awaits the answer."""
+        :class:`OffsetsForLeaderEpoch`): the epoch cache's latest epoch
+        (``LeaderEpochFileCache.latestEpoch``, -1 when empty — not the last record's epoch,
+        which differs after leading an epoch without appending); awaits the answer."""
         self._outstanding = corr
         self._outstanding_is_epoch = True
         return (self.topic, self.partition, self.broker_id, self.log.epochs.latest_epoch(),
@@ -100,12 +153,18 @@ class PartitionFetchState(LocalReplica):
             self._backoff()
 
     def end_backoff(self) -> None:
-        """The delay after an error is over: fetch again (or, in the eras that truncate by
-        OffsetsForLeaderEpoch, ask for the epoch's end offset first)."""
+        """The delay after an error is over: the partition goes on in the state it was
+        delayed in. ``AbstractFetcherThread.delayPartitions`` (0.11.0.0, 2.0.0, 2.1.0,
+        2.8.0, 3.7.0) keeps the fetch offset and the truncating/fetching state and only sets
+        a ``DelayedItem``: a partition that was fetching fetches again from its LEO, one
+        that was truncating asks for its epoch's end offset again. A delay never puts a
+        fetching partition back into truncation — only a new LeaderAndIsr (a new fetch
+        state) does; asking again after every backoff would repair a divergence that Kafka
+        keeps."""
         self.fetch_delay_until_us = 0
-        if self.role != "follower":
+        if self.role != "follower" or self.fetch_state == "failed":
             return
-        if self.rules.truncation in ("kip101", "kip279"):
+        if self.fetch_state == "truncating":
             self._send_offsets_for_leader_epoch()
         else:
             self._send_fetch()
@@ -119,26 +178,51 @@ class PartitionFetchState(LocalReplica):
             return
         self.timer(self.cfg.replica_fetch_backoff_ms, Tick("fetch_backoff", 0, self._fetch_gen))
 
+    def _fenced(self) -> None:
+        """FENCED_LEADER_EPOCH: the leader is in a newer epoch than this follower knows. The
+        fetcher stops fetching the partition until new leader information arrives: 2.1.0
+        ``AbstractFetcherThread.onPartitionFenced`` removes it from the thread's partition
+        states ("Will await the new LeaderAndIsr state before resuming fetching"); 2.8.0 and
+        3.7.0 ``markPartitionFailed`` (``failedPartitions`` + ``removePartitions``) when the
+        request carried the fetch state's current epoch — always so here, as an answer to an
+        older fetch state is ignored. No retry after ``replica.fetch.backoff.ms``: the next
+        LeaderAndIsr (or metadata delta) with a new leader epoch re-adds it
+        (``addFetcherForPartitions``, which also clears ``failedPartitions``)."""
+        self._outstanding = -1
+        self.fetch_delay_until_us = 0
+        self.fetch_state = "failed"
+        if self.host is not None:
+            self.touch(self.host).unfollow(self)
+
     def on_epoch_answer(self, r: OffsetsForLeaderEpochResponse) -> None:
         if self.role != "follower" or r.correlation != self._outstanding:
             return
         self._outstanding = -1
         self.cancel_timer(self._fetch_timer)
+        if r.error == FENCED_LEADER_EPOCH:
+            self._fenced()
+            return
         if r.error != NONE:
-            self._backoff()
+            self._backoff()   # "Retrying leaderEpoch request": still truncating
             return
         if r.end_offset == UNDEFINED:
-            self._truncate(self.hw, "high_watermark")   # leader has no epoch info
-            self._send_fetch()
+            # the leader has no epoch information for the asked epoch: 0.11.0.0 truncates
+            # to the HW (ReplicaFetcherThread.maybeTruncate); 2.0.0-2.1.0 to the fetch
+            # state's offset (getOffsetTruncationState: the initial fetch offset — the HW
+            # when the partition was added — or the last intermediate truncation's offset)
+            target = self.hw if self.rules.truncation == "kip101" else self.fetch_offset
+            self._truncate(target, "high_watermark")
+            self._fetch_from_here()
             return
         if self.rules.truncation == "kip101":
             self._truncate(min(r.end_offset, self.leo), "leader_epoch")
-            self._send_fetch()
+            self._fetch_from_here()
             return
         done = self._truncate_to_epoch_end(r.leader_epoch, r.end_offset)
         if done:
-            self._send_fetch()
+            self._fetch_from_here()
         else:
+            self.fetch_offset = self.leo   # updateFetchOffsetAndMaybeMarkTruncationComplete
             self._send_offsets_for_leader_epoch()
 
     def _truncate_to_epoch_end(self, leader_epoch: int, leader_end: int) -> bool:
@@ -163,7 +247,12 @@ class PartitionFetchState(LocalReplica):
         self._outstanding = -1
         self.cancel_timer(self._fetch_timer)
         if r.error == OFFSET_OUT_OF_RANGE:
-            # AbstractFetcherThread.fetchOffsetAndTruncate (the unclean-election path)
+            # AbstractFetcherThread.fetchOffsetAndTruncate (the unclean-election path). The
+            # partition goes on fetching at once, with no delay: handleOutOfRangeError puts
+            # a new Fetching state without a DelayedItem (0.11.0.0 processFetchRequest: a
+            # new PartitionFetchState(newOffset); 2.1.0, 2.8.0, 3.7.0 the same), only a
+            # failed offset lookup is delayed — isrlab reads the leader's offsets from the
+            # answer, so its lookup cannot fail
             if r.log_end_offset < self.leo:
                 self._truncate(r.log_end_offset, "offset_out_of_range")
             elif r.log_start_offset > self.leo:
@@ -172,16 +261,21 @@ class PartitionFetchState(LocalReplica):
                 self.emit("log_truncate", **self._tp(), old_leo=old_leo,
                           new_leo=r.log_start_offset, reason="offset_out_of_range")
                 self._set_hw(r.log_start_offset, "truncate")
-            self._send_fetch()
+            self._fetch_from_here()
+            return
+        if r.error == FENCED_LEADER_EPOCH:
+            self._fenced()
             return
         if r.error != NONE:
-            self._backoff()
+            self._backoff()   # partitionsWithError: delayed, still fetching
             return
         if r.diverging_epoch >= 0:
             if not self.rules.truncate_before_hw:   # KAFKA-14704: HW applied first
                 self._follower_apply_hw(r.high_watermark)
             self._truncate_to_epoch_end(r.diverging_epoch, r.diverging_end_offset)
-            self._send_fetch()
+            # truncateOnFetchResponse → updateFetchOffsetAndMaybeMarkTruncationComplete:
+            # fetching, lastFetchedEpoch = latestEpoch(tp)
+            self._fetch_from_here()
             return
         if r.records:
             old = self.leo
@@ -202,6 +296,9 @@ class PartitionFetchState(LocalReplica):
                 self._backoff()
                 return
             self._append(r.records)
+            # processFetchRequest: the new fetch state's lastFetchedEpoch is the appended
+            # data's last batch epoch (LogAppendInfo.lastLeaderEpoch; 2.8.0, 3.7.0)
+            self.last_fetched_epoch = r.records[-1][2]
             self.emit("leo_update", **self._tp(), old=old, new=self.leo)
         self._follower_apply_hw(r.high_watermark)
         if r.log_start_offset > self.log.log_start_offset:

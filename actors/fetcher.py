@@ -151,11 +151,16 @@ class ReplicaFetcherThread(Machine):
 
     def remove(self, r: Replica) -> None:
         """``removeFetcherForPartitions``: leadership moved, the replica became the leader
-        or left the assignment; an answer for it still in flight is ignored."""
+        or left the assignment; an answer for it still in flight is ignored. A fenced
+        partition (FENCED_LEADER_EPOCH, its fetch state "failed") leaves the thread too
+        (``onPartitionFenced``: 2.1.0 ``partitionStates.remove``, 2.8.0/3.7.0
+        ``markPartitionFailed``), traced with ``failed: true``, until a new leader epoch
+        adds it back."""
         if self.partitions.pop((r.topic, r.partition), None) is not None:
+            extra = {"failed": True} if r.fetch_state == "failed" else {}
             self.emit("fetcher_partitions", **self._fields(), change="remove",
                       topic_partition=f"{r.topic}-{r.partition}",
-                      topic_partitions=self._names())
+                      topic_partitions=self._names(), **extra)
 
     # -- doWork ----------------------------------------------------------------------------
     def pump(self) -> None:
@@ -175,7 +180,7 @@ class ReplicaFetcherThread(Machine):
             self._busy = False
         ready = [r for r in self.partitions.values()
                  if r.role == "follower" and r.fetch_delay_until_us == 0
-                 and r.fetch_state != "idle"]
+                 and r.fetch_state in ("truncating", "fetching")]
         truncating = [r for r in ready if r.fetch_state == "truncating"]
         if truncating:
             self._send_epochs(truncating)

@@ -140,11 +140,21 @@ class LocalReplica(Machine):
         #: when it runs alone (the conformance harness): then it fetches by itself, one
         #: partition per request, as a fetcher thread carrying one partition would
         self.host: FetcherHost[Any] | None = None
-        #: follower, with a host: what its fetcher thread is to do for it (Kafka's
-        #: ``PartitionFetchState``: truncating or fetching) and until when it is delayed
-        #: after an error (``replica.fetch.backoff.ms``; 0: not delayed)
+        #: follower: Kafka's ``PartitionFetchState`` — what its fetcher thread is to do for
+        #: it ("truncating": OffsetsForLeaderEpoch; "fetching"), "failed" once fenced
+        #: (FENCED_LEADER_EPOCH: out of the fetcher until a new leader epoch), "idle" when
+        #: not following; and, with a host, until when it is delayed after an error
+        #: (``replica.fetch.backoff.ms``; 0: not delayed). A delay keeps the state.
         self.fetch_state = "idle"
         self.fetch_delay_until_us = 0
+        #: follower, while truncating (0.11-2.1): the fetch state's offset — the HW when
+        #: the partition was added, then each intermediate (KIP-279) truncation's offset;
+        #: an undefined epoch answer truncates there
+        self.fetch_offset = 0
+        #: follower, 2.8+: the fetch state's ``lastFetchedEpoch`` — the cache's latest
+        #: epoch when the state is built or after a truncation, the last appended batch's
+        #: epoch after an append (-1: none)
+        self.last_fetched_epoch = -1
         #: follower: the leader's HW in its last answer (how far behind it this replica is)
         self.leader_hw = 0
 

@@ -215,6 +215,8 @@ class Replica(Partition, PartitionFetchState):
             self.leader_epoch = ps.leader_epoch
             self.isr = ps.isr
             self.partition_epoch = ps.partition_epoch
+            self.fetch_state = "idle"
+            self.fetch_delay_until_us = 0
             self._fetch_gen += 1
 
     def _make_follower(self, ps: PartitionState) -> None:
@@ -233,18 +235,11 @@ class Replica(Partition, PartitionFetchState):
         self.followers = {}
         self.emit("become_follower", **self._tp(), leader=ps.leader,
                   leader_epoch=ps.leader_epoch, leo=self.leo, hw=self.hw)
+        self.fetch_state = "idle"
+        self.fetch_delay_until_us = 0
         if self.host is not None:   # ReplicaFetcherManager.addFetcherForPartitions
-            self.fetch_state = "idle"
-            self.fetch_delay_until_us = 0
             self.touch(self.host).follow(self)
-        trunc = self.rules.truncation
-        if trunc == "hw":
-            self._truncate(self.hw, "high_watermark")
-            self._send_fetch()
-        elif trunc in ("kip101", "kip279"):
-            self._send_offsets_for_leader_epoch()
-        else:
-            self._send_fetch()
+        self.start_following()
 
     # -- connections -----------------------------------------------------------------------
     def connection_reset(self, peer: str) -> None:
