@@ -49,6 +49,29 @@ Lifecycle, after Kafka's ``KafkaConsumer`` with the classic (eager) group protoc
    or disconnected — the next fetches go (``Fetcher.sendFetches``), so a partition held back
    behind a fetch pending at its leader (``nodesWithPendingFetchRequests``) always goes on.
 
+6. **check.crcs** (default true): the member checks each record batch's CRC as poll()
+   hands the records out (3.7.0 ``CompletedFetch.nextFetchedRecord`` →
+   ``maybeEnsureValid``; 2.8.0 ``Fetcher.PartitionRecords``, the same). The records before
+   a damaged batch are returned; at the batch poll() throws ("If needed, please seek past
+   the record to continue consumption") and the position stays on it. The failed fetch
+   stays next in line (``corruptLastRecord``: never drained), so *every* later poll throws
+   at it before it reaches any other partition's data (``FetchCollector.collectFetch``),
+   and no partition with data buffered is fetched again (``fetchablePartitions``): the
+   whole member stops returning records, not only that partition. isrlab's application
+   does what a typical one does — it does not seek past a record it cannot read; it logs
+   the error and polls again — so the member traces ``corrupt_record`` (where ``poll``) once,
+   delivers nothing more and fetches nothing (:attr:`Consumer.stuck`), and commits its
+   positions as they are (never past the damaged batch). The failed fetch is dropped, and
+   the member reads on, only when Kafka's collector drains it
+   (``FetchCollector.fetchRecords``): the partition is revoked or lost (a rebalance; the
+   partition starts again from the committed offset: the damaged batch, if its leader
+   still serves it), or the metadata names a new leader or epoch for it (3.7.0
+   ``SubscriptionState.maybeValidatePositionForCurrentLeader``: the position awaits
+   validation, so the partition is not fetchable and its failed fetch is drained; the next
+   fetch goes to the new leader, whose copy may be good). Consumers before 2.3 had no
+   position validation and stayed stuck until a rebalance; isrlab's consumer is the same in
+   every era.
+
 A restarted consumer process is a new incarnation of the same member name: the
 coordinator rebalances at once and the member resumes from the committed offsets, which
 is Kafka's at-least-once: records after the last commit are read again.
@@ -145,6 +168,21 @@ class InFlight:
     sent_us: int
 
 
+@dataclass(frozen=True, slots=True)
+class StuckFetch:
+    """The fetched data poll() keeps failing on (``CompletedFetch`` with
+    ``corruptLastRecord``): ``partition``'s record batch at ``offset`` fails its CRC; the
+    position stays at ``position`` (the first offset not returned); ``leader`` and
+    ``leader_epoch`` are the leader that served it and its epoch (the position's
+    ``currentLeader``): a metadata naming another one ends it."""
+
+    partition: int
+    offset: int
+    position: int
+    leader: int
+    leader_epoch: int
+
+
 class Consumer(Client):
     def __init__(self, node: str, cfg: ConsumerConfig, *, brokers: tuple[int, ...],
                  incarnation: int = 1, connection_rng: random.Random | None = None) -> None:
@@ -182,6 +220,9 @@ class Consumer(Client):
         self._last_coordinator_ms = 0
         #: eager protocol, between onJoinPrepare and the new assignment: nothing is fetched
         self._rejoining = False
+        #: a damaged record batch poll() keeps failing on (``check.crcs``): while set,
+        #: nothing is delivered or fetched for any partition (module note, point 6)
+        self.stuck: StuckFetch | None = None
 
     # -- requests in flight (NetworkClient.InFlightRequests) ---------------------------------
     def _track(self, corr: int, node: str, request: str, timeout_ms: float,
@@ -336,10 +377,13 @@ class Consumer(Client):
         given_up = (list(self.assigned) if protocol == "eager" and a.generation > self.generation
                     else revoked)
         self._commit(given_up)                     # commit, then give up
+        unstuck = self.stuck is not None and self.stuck.partition in given_up
         for p in given_up:
             self.position.pop(p, None)
             self.outstanding.pop(p, None)
             self._waiting.discard(p)
+        if unstuck:
+            self.stuck = None   # FetchCollector.fetchRecords: no longer assigned, drained
         self.generation = a.generation
         self.assigned = new
         self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
@@ -348,6 +392,8 @@ class Consumer(Client):
         for p in new:
             if p not in self.position and p not in self.outstanding:
                 self._offset_fetch(p)
+        if unstuck:
+            self._send_fetches()   # the partitions kept go on from their positions
         if self._joined_partitions < self.partitions:
             self._prepare_rebalance()   # the topic grew while this join was under way
 
@@ -358,6 +404,7 @@ class Consumer(Client):
         group leader's metadata trigger it, isrlab any member's: docs/fidelity.md). Until
         then the new partitions are read by no one; with ``auto.offset.reset = latest``
         whatever is written to them before the group takes them is skipped, as in Kafka."""
+        self._validate_stuck_position()
         n = self.partition_count(self.cfg.topic)
         if n <= self.partitions:
             return
@@ -367,6 +414,24 @@ class Consumer(Client):
         if (self.generation >= 0 and not self._rejoining and not self._sync_commits
                 and self._join_corr < 0):
             self._prepare_rebalance()
+
+    def _validate_stuck_position(self) -> None:
+        """The metadata names a leader, or a leader epoch, other than the one the stuck
+        partition was fetched from: its position awaits validation (3.7.0
+        ``OffsetFetcherUtils.validatePositionsOnMetadataChange`` →
+        ``SubscriptionState.maybeValidatePositionForCurrentLeader``), so it is not fetchable
+        and the collector drains the failed fetch (``FetchCollector.fetchRecords``: "no
+        longer fetchable"). isrlab has no OffsetsForLeaderEpoch from the consumer: the
+        partition is fetched again at once, from the same position, at the new leader. A
+        metadata without a leader changes nothing (``maybeValidatePosition`` waits for one)."""
+        s = self.stuck
+        if s is None:
+            return
+        leader, epoch = self.leader_of(self.cfg.topic, s.partition)
+        if leader < 0 or (leader, epoch) == (s.leader, s.leader_epoch):
+            return
+        self.stuck = None
+        self._send_fetches()
 
     def _prepare_rebalance(self) -> None:
         """``ConsumerCoordinator.onJoinPrepare``: commit every position while the generation
@@ -381,6 +446,7 @@ class Consumer(Client):
             self.position.clear()
             self.outstanding.clear()
             self._waiting.clear()
+            self.stuck = None
             self._rejoining = True
         self._sync_commits = set(self.commits) - before
         if self._sync_commits:
@@ -398,6 +464,7 @@ class Consumer(Client):
         self.position.clear()
         self.outstanding.clear()
         self._waiting.clear()
+        self.stuck = None
         self.assigned = ()
         self.generation = -1
         self.emit("assignment", group=self.cfg.group, consumer=self.consumer_name,
@@ -455,8 +522,8 @@ class Consumer(Client):
         answered (``handle``), timed out (:meth:`_on_request_timeout`) or disconnected
         (:meth:`connection_reset`)."""
         cfg = self.cfg
-        if self._rejoining:
-            return
+        if self._rejoining or self.stuck is not None:
+            return   # a stuck poll delivers nothing, so the member fetches nothing more
         pending = self._fetch_nodes()
         by_leader: dict[int, list[tuple[int, int]]] = {}
         for p in self.assigned:
@@ -531,22 +598,35 @@ class Consumer(Client):
         del self.outstanding[p]
         return True
 
-    def _on_fetch_response(self, msg: FetchResponse) -> None:
-        """One partition's part of a fetch request's answer."""
+    def _on_fetch_response(self, msg: FetchResponse, broker: int) -> None:
+        """One partition's part of a fetch request's answer, from ``broker``. Parts are
+        polled in the answer's order; once poll() fails on a damaged batch, the parts after
+        it stay unread (Kafka buffers them behind the failed fetch: module note, point 6),
+        and are fetched again once the member reads on."""
         p = msg.partition
         if not self._mine(p, msg.correlation):
             return
+        if self.stuck is not None:
+            return
         cfg = self.cfg
         if msg.error == NONE:
-            pos = self.position[p]
+            start = pos = self.position[p]
+            # check.crcs: the first damaged batch at or past the position (records below it
+            # are skipped unchecked: CompletedFetch.nextFetchedRecord)
+            bad = next((d for d in msg.damaged if d >= pos), -1)
             for rec in msg.records:
                 if rec[0] < pos:
                     continue
+                if rec[0] == bad:
+                    break
                 self.emit("consume", group=cfg.group, consumer=self.consumer_name,
                           topic=cfg.topic, partition=p, offset=rec[0], value=rec[1],
                           hw=msg.high_watermark, leader_epoch=msg.leader_epoch)
                 pos = rec[0] + 1
             self.position[p] = pos
+            if bad >= 0:
+                self._poll_fails(msg, broker, bad, start)
+                return
             self._fetch(p)
         elif msg.error == OFFSET_OUT_OF_RANGE:
             self._reset(p, self.position[p])
@@ -554,6 +634,25 @@ class Consumer(Client):
             if msg.error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                 self.refresh_metadata()
             self._retry_later(p)
+
+    def _poll_fails(self, msg: FetchResponse, broker: int, offset: int, start: int) -> None:
+        """poll() met ``msg.partition``'s damaged batch at ``offset`` (served by ``broker``
+        from ``start`` on): the records before it are returned, the position stays at the
+        first one not returned, and poll() throws "Received exception when fetching the next
+        record from <tp>. If needed, please seek past the record to continue consumption"
+        (3.7.0 ``CompletedFetch.fetchRecords``; 2.8.0 ``Fetcher.PartitionRecords``), now
+        and at every later poll (``corruptLastRecord``). Traced once, as ``corrupt_record``
+        (where ``poll``); ``replica`` and ``leader`` are the broker whose copy is damaged
+        (``leader`` names it as a follower's ``fetch`` finding does)."""
+        p = msg.partition
+        # the leader the fetch went to, under the epoch it answered with (the metadata's at
+        # the time the fetch was sent: a leader fences a fetch naming another epoch)
+        self.stuck = StuckFetch(p, offset, self.position[p], broker, msg.leader_epoch)
+        self.emit("corrupt_record", topic=self.cfg.topic, partition=p, replica=broker,
+                  offset=offset, where="poll", leader=broker, group=self.cfg.group,
+                  consumer=self.consumer_name, fetch_offset=start,
+                  position=self.position[p], hw=msg.high_watermark,
+                  leader_epoch=msg.leader_epoch)
 
     # -- messages ----------------------------------------------------------------------------
     def handle(self, msg: Any, src: tuple[str, str]) -> None:
@@ -564,8 +663,9 @@ class Consumer(Client):
         if t is ReplicaFetchResponse:
             self._answered(msg.correlation)
             self._answering = True   # every part first, then the next requests
+            broker = int(src[0].rpartition("-")[2])
             for part in msg.parts:
-                self._on_fetch_response(FetchResponse(*part))
+                self._on_fetch_response(FetchResponse(*part), broker)
             self._answering = False
             self._send_fetches()
         elif t is OffsetFetchResponse:

@@ -745,6 +745,9 @@ class Cluster:
                         if (isinstance(c, Consumer) and c.cfg.topic == tp[0]
                                 and tp[1] in c.assigned and c.position.get(tp[1], -1) < hw):
                             why = f"{cname} at {c.position.get(tp[1], -1)} < HW {hw}"
+                            if c.stuck is not None:   # check.crcs: the member reads no more
+                                why += (f", stuck on a damaged record batch of partition "
+                                        f"{c.stuck.partition} at offset {c.stuck.offset}")
                             break
             problems[tp] = why
         for name in sorted(self.sched.nodes):

@@ -59,8 +59,10 @@ Kinds (after Jepsen's nemeses):
   answer holding it and fetches the same offset again after ``replica.fetch.backoff.ms``,
   for ever (it falls out of the ISR by the lag rules; nothing repairs it); recovery after
   an unclean shutdown cuts the log at it when it lies in a segment being recovered (the
-  one holding the recovery point, or a later one). Instant: traced as ``start`` with the
-  offset damaged, or ``skipped`` with the reason (no such record, no log, no leader);
+  one holding the recovery point, or a later one); a consumer (``check.crcs``) stops at
+  it, and reads nothing more until the partition leaves it or its leader changes.
+  Instant: traced as ``start`` with the offset damaged, or ``skipped`` with the reason (no
+  such record, no log, no leader);
 * ``preferred_election`` (an operation, not a fault): ``kafka-leader-election
   --election-type preferred`` for the partitions named in ``target`` (``"orders-0"``, a list,
   or ``"all"``): each one's first assigned replica takes over if it is in the ISR;

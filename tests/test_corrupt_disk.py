@@ -1,8 +1,8 @@
 """The ``corrupt_disk`` fault: a record batch damaged on one replica's disk, found by its CRC.
 
 Corruption on the wire is TCP's business (a damaged segment is discarded and retransmitted),
-so the corruption that reaches Kafka is on disk. Kafka checks a batch's CRC in two places
-only, and isrlab follows it (isrlab's records are its batches):
+so the corruption that reaches Kafka is on disk. A broker checks a batch's CRC in two
+places only, and isrlab follows it (isrlab's records are its batches):
 
 * a follower appending what it fetched: ``UnifiedLog.appendAsFollower`` validates every
   batch of the partition's data (``analyzeAndValidateRecords``: ``RecordBatch.isValid``,
@@ -15,7 +15,9 @@ only, and isrlab follows it (isrlab's records are its batches):
   after a cut one.
 
 A leader reads its log without any check (``LogSegment.read`` hands out the file's bytes),
-so it serves a damaged batch as it is.
+so it serves a damaged batch as it is; the consumer checks it (``check.crcs``, default
+true) as poll() hands the records out: 3.7.0 ``CompletedFetch.nextFetchedRecord`` →
+``maybeEnsureValid``, 2.8.0 ``Fetcher.PartitionRecords``, the same.
 """
 
 from __future__ import annotations
@@ -26,10 +28,29 @@ from typing import Any
 import pytest
 from helpers import events, isrlab, one_line_exit_2, run_to_bytes
 
+from actors.consumer import Consumer, ConsumerConfig
+from actors.coordinator import GROUP_COORDINATOR, OFFSETS_TOPIC, partition_for
 from actors.core import Emit, Send, Timer
 from actors.eras import rules_for
+from actors.fetcher import REPLICA_MANAGER
 from actors.log import BrokerDisk, PartitionLog
-from actors.messages import NONE, Fetch, FetchResponse, PartitionState, Produce, Tick
+from actors.messages import (
+    NONE,
+    Fetch,
+    FetchResponse,
+    GroupAssignment,
+    JoinGroup,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetCommit,
+    OffsetFetch,
+    OffsetFetchResponse,
+    PartitionState,
+    Produce,
+    ReplicaFetch,
+    ReplicaFetchResponse,
+    Tick,
+)
 from actors.replica import Replica, ReplicaConfig
 from actors.wire import fields, round_trip
 from emulator.scenario import ScenarioError, load
@@ -193,6 +214,198 @@ def test_a_follower_that_fetches_a_damaged_batch_appends_nothing_and_retries_fro
     assert f.leo == 5 and len(emitted(effects, "corrupt_record")) == 1
 
 
+# -- the consumer's poll: check.crcs ---------------------------------------------------------
+ME = ("consumer-g0-0", "consumer")
+G0_OFFSETS = partition_for("g0", 50)
+COORDINATOR = ("broker-3", GROUP_COORDINATOR)
+
+
+class Member:
+    """A consumer of group g0 driven by hand: messages through ``handle``, its effects kept
+    in ``log`` (timers are delivered only when a test hands their ``Tick`` in)."""
+
+    def __init__(self, leaders: dict[int, tuple[int, int]], *, committed: int = 5,
+                 assignor: str = "range") -> None:
+        self.c = Consumer(ME[0], ConsumerConfig("g0", "orders", len(leaders), 0, 1,
+                                                assignor=assignor), brokers=(1, 2, 3))
+        self.log: list[Any] = []
+        self.committed = committed
+        self.c.start()
+        self.collect()
+        self.metadata(leaders)
+        retry = [e.msg for e in self.log if isinstance(e, Timer)
+                 and isinstance(e.msg, Tick) and e.msg.kind == "join_retry"]
+        self.handle(retry[-1])                     # the join waited for the coordinator
+        self.assign(1, tuple(sorted(leaders)))
+
+    def collect(self) -> list[Any]:
+        out = self.c.drain()
+        self.log += out
+        return out
+
+    def handle(self, msg: Any, src: tuple[str, str] = ME) -> list[Any]:
+        self.c.handle(msg, src)
+        return self.collect()
+
+    def sent(self, kind: type, effects: list[Any] | None = None) -> list[Send]:
+        return [e for e in (self.log if effects is None else effects)
+                if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+    def metadata(self, leaders: dict[int, tuple[int, int]]) -> list[Any]:
+        """Answer a metadata request (asked for now, a second past the last answer):
+        ``orders`` partition -> (leader, epoch); g0's coordinator is broker-3."""
+        self.c.now_us += 1_000_000
+        self.c.refresh_metadata()
+        self.collect()
+        ask = self.sent(MetadataRequest)[-1].msg
+        parts = tuple(("orders", p, b, e) for p, (b, e) in sorted(leaders.items()))
+        return self.handle(MetadataResponse(parts + ((OFFSETS_TOPIC, G0_OFFSETS, 3, 0),),
+                                            ask.correlation), ("broker-1", "broker"))
+
+    def assign(self, generation: int, partitions: tuple[int, ...]) -> list[Any]:
+        """The coordinator gives this member ``partitions``; each committed offset read
+        back is ``committed``."""
+        join = self.sent(JoinGroup)[-1]
+        out = self.handle(GroupAssignment("g0", "g0-0", generation, partitions, NONE,
+                                          join.msg.correlation), COORDINATOR)
+        for ask in self.sent(OffsetFetch, out):
+            out += self.handle(OffsetFetchResponse("g0", "orders", ask.msg.partition,
+                                                   self.committed, NONE,
+                                                   ask.msg.correlation), COORDINATOR)
+        return out
+
+    def answer(self, req: Send, records: dict[int, range], *, hw: int = 10, epoch: int = 0,
+               damaged: tuple[int, ...] = ()) -> list[Any]:
+        """The leader answers the fetch ``req``: each partition it names gets the records
+        ``records`` gives it (none by default), ``damaged`` among them."""
+        corr = req.msg.correlation
+        parts = []
+        for part in req.msg.parts:
+            offsets = records.get(part[1], range(0))
+            recs = tuple((o, f"v{o}", epoch, 0, -1, -1, None) for o in offsets)
+            bad = tuple(d for d in damaged if d in offsets)
+            parts.append(fields(FetchResponse("orders", part[1], NONE, hw, hw, 0, recs, -1, -1,
+                                              epoch, corr, bad)))
+        return self.handle(ReplicaFetchResponse(NONE, tuple(parts), corr),
+                           (req.dst[0], REPLICA_MANAGER))
+
+    def fetch_to(self, broker: int, effects: list[Any] | None = None) -> Send:
+        """The last fetch request sent to ``broker``."""
+        return [s for s in self.sent(ReplicaFetch, effects) if s.dst[0] == f"broker-{broker}"][-1]
+
+
+def consumed(effects: list[Any]) -> list[tuple[int, int]]:
+    return [(f["partition"], f["offset"]) for f in emitted(effects, "consume")]
+
+
+def positions_fetched(effects: list[Any]) -> list[tuple[str, int, int]]:
+    """(broker, partition, offset) of every partition each fetch request names."""
+    return [(s.dst[0], part[1], part[4]) for s in effects
+            if isinstance(s, Send) and isinstance(s.msg, ReplicaFetch) for part in s.msg.parts]
+
+
+def stuck_member() -> tuple[Member, list[Any]]:
+    """A member reading orders-0 (leader broker-1) and orders-1 (leader broker-2), both
+    from committed offset 5, whose fetch of orders-0 answers 5-9 with 7 damaged."""
+    m = Member({0: (1, 0), 1: (2, 0)})
+    assert sorted(positions_fetched(m.log)) == [("broker-1", 0, 5), ("broker-2", 1, 5)]
+    return m, m.answer(m.fetch_to(1), {0: range(5, 10)}, damaged=(7,))
+
+
+def test_a_consumer_returns_the_records_before_a_damaged_batch_and_stops_its_position_at_it(
+        ) -> None:
+    """check.crcs: poll() hands out the records before the damaged batch, then fails on it;
+    the position is the damaged offset (3.7.0 ``CompletedFetch.fetchRecords``: the good
+    records are returned and the exception kept; Kafka's ``FetcherTest
+    .testParseCorruptedRecord``: one record returned, position 1, every later fetch throws
+    there). The failure is traced once, as ``corrupt_record`` where ``poll``, naming the
+    broker that served the damaged copy."""
+    m, effects = stuck_member()
+    assert consumed(effects) == [(0, 5), (0, 6)]
+    assert m.c.position[0] == 7
+    assert emitted(effects, "corrupt_record") == [
+        {"topic": "orders", "partition": 0, "replica": 1, "offset": 7, "where": "poll",
+         "leader": 1, "group": "g0", "consumer": "g0-0", "fetch_offset": 5, "position": 7, "hw": 10,
+         "leader_epoch": 0}]
+    assert m.c.stuck is not None and (m.c.stuck.partition, m.c.stuck.offset) == (0, 7)
+
+
+def test_a_consumer_stuck_on_a_damaged_batch_reads_nothing_more_from_any_partition() -> None:
+    """The failed fetch stays next in line (``corruptLastRecord``), so every later poll
+    throws at it before it reaches another partition's data (3.7.0 ``FetchCollector
+    .collectFetch``; ``FetcherTest.testInvalidDefaultRecordBatch``: collectFetch throws
+    again and again, the position unchanged), and a partition with data buffered is not
+    fetched again (``fetchablePartitions``): orders-1's answer, already on its way, is not
+    read, and no fetch goes to any broker — after a retry, a reconnect or a metadata
+    refresh naming the same leaders either; nor is the failure traced again."""
+    m, effects = stuck_member()
+    assert not positions_fetched(effects)
+    later = m.answer(m.fetch_to(2), {1: range(5, 9)})
+    assert not consumed(later) and m.c.position[1] == 5
+    later += m.handle(Tick("retry", 0, 1))
+    later += m.metadata({0: (1, 0), 1: (2, 0)})
+    m.c.connection_reset("broker-2")
+    later += m.collect()
+    assert not positions_fetched(later) and not emitted(later, "corrupt_record")
+    assert m.c.position == {0: 7, 1: 5}
+
+
+def test_a_consumer_stuck_on_a_damaged_batch_never_commits_past_it() -> None:
+    """Auto-commit commits the positions (``SubscriptionState.allConsumed``): orders-0's
+    is the damaged offset, and stays there; nothing moved is committed again."""
+    m, _ = stuck_member()
+    commits = m.handle(Tick("commit", 0, 0))
+    assert [(s.msg.partition, s.msg.offset) for s in m.sent(OffsetCommit, commits)] == [(0, 7)]
+    m.answer(m.fetch_to(2), {1: range(5, 9)})
+    again = m.handle(Tick("commit", 0, 0))
+    assert not m.sent(OffsetCommit, again)
+    assert max(s.msg.offset for s in m.sent(OffsetCommit) if s.msg.partition == 0) == 7
+
+
+def test_a_new_leader_in_the_metadata_lets_a_stuck_consumer_read_on_from_it() -> None:
+    """The metadata names another leader (or epoch) for the stuck partition: its position
+    awaits validation, so it is not fetchable and the failed fetch is drained (3.7.0
+    ``SubscriptionState.maybeValidatePositionForCurrentLeader``, ``FetchCollector
+    .fetchRecords``: "no longer fetchable"); the partition is fetched from the damaged
+    offset at the new leader, whose copy is good, and every other partition goes on."""
+    m, _ = stuck_member()
+    m.answer(m.fetch_to(2), {1: range(5, 9)})           # not read: behind the failed fetch
+    none_yet = m.metadata({0: (-1, 1), 1: (2, 0)})       # no leader yet: nothing changes
+    assert not positions_fetched(none_yet) and m.c.stuck is not None
+    moved = m.metadata({0: (2, 1), 1: (2, 0)})
+    assert m.c.stuck is None
+    assert positions_fetched(moved) == [("broker-2", 0, 7), ("broker-2", 1, 5)]
+    read = m.answer(m.fetch_to(2), {0: range(7, 10), 1: range(5, 9)}, epoch=1)
+    assert consumed(read) == [(0, 7), (0, 8), (0, 9), (1, 5), (1, 6), (1, 7), (1, 8)]
+    assert not emitted(read, "corrupt_record")
+
+
+def test_a_stuck_partition_revoked_frees_the_others_and_given_back_meets_the_damage_again(
+        ) -> None:
+    """A rebalance that takes the stuck partition away drains its failed fetch (3.7.0
+    ``FetchCollector.fetchRecords``: "no longer assigned"): under the cooperative protocol
+    the kept partition goes on from its position at once. Given back, the partition starts
+    from the committed offset — the damaged one — and, its leader still serving the damaged
+    copy, the member is stuck on it again (a new ``corrupt_record``)."""
+    m = Member({0: (1, 0), 1: (2, 0)}, assignor="cooperative-sticky")
+    m.answer(m.fetch_to(1), {0: range(5, 10)}, damaged=(7,))
+    m.handle(Tick("commit", 0, 0))                      # orders-0 committed at 7
+    m.answer(m.fetch_to(2), {1: range(5, 6)})           # not read
+    m.committed = 7
+    revoked = m.assign(2, (1,))
+    assert m.c.stuck is None
+    assert positions_fetched(revoked) == [("broker-2", 1, 5)]
+    assert consumed(m.answer(m.fetch_to(2, revoked), {1: range(5, 9)})) == [
+        (1, 5), (1, 6), (1, 7), (1, 8)]
+    back = m.assign(3, (0, 1))
+    assert positions_fetched(back) == [("broker-1", 0, 7)]
+    again = m.answer(m.fetch_to(1, back), {0: range(7, 10)}, damaged=(7,))
+    assert not consumed(again)
+    assert [(e["offset"], e["fetch_offset"]) for e in emitted(again, "corrupt_record")] == [
+        (7, 7)]
+    assert m.c.stuck is not None and m.c.position[0] == 7
+
+
 # -- recovery after an unclean shutdown ------------------------------------------------------
 def test_unclean_restart_truncates_the_log_at_a_damaged_batch_past_the_recovery_point() -> None:
     """``LogSegment.recover`` stops at the first batch that fails its CRC and cuts the
@@ -340,6 +553,93 @@ def test_a_damaged_leader_killed_uncleanly_cuts_its_log_at_the_damage_on_restart
     result = check_events(iter(evs))
     assert result.anomalies["lost_acked_write"] == 0
     assert result.anomalies["no_convergence"] == 0
+
+
+#: one member reads every partition of orders; it is paused from 1 s to 3 s while the
+#: leader of orders-0 gets record 100 damaged at 2 s — by then on every replica, and below
+#: the HW: only the leader's copy is bad, and the member meets it when it resumes
+PAUSED_READER_AND_DAMAGE = (
+    '{at_s=1.0, fault="pause", target="consumer-g0-0", duration_s=2.0}, '
+    '{at_s=2.0, fault="corrupt_disk", target="leader:orders-0", topic_partition="orders-0", '
+    'offset=100}')
+ONE_READER = ["duration_s=8", "heal_s=20", "consumers[0].members=1"]
+
+
+def _poll_failures(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in evs if e["event"] == "corrupt_record" and e["where"] == "poll"]
+
+
+def _committed_on(evs: list[dict[str, Any]], partition: int) -> list[int]:
+    return [e["offset"] for e in evs if e["event"] == "offset_commit"
+            and e["topic"] == "orders" and e["partition"] == partition]
+
+
+def test_a_consumer_meeting_a_damaged_batch_below_the_hw_stays_stuck_and_commits_no_further(
+        ) -> None:
+    """The member reads orders-0 up to the damaged record, fails there (once traced,
+    ``corrupt_record`` where ``poll``, naming the leader's copy), and from then on reads
+    nothing from any of its partitions and never commits orders-0 past the damage. The
+    followers' copies are good but nothing makes the member look for another leader, as
+    nothing makes Kafka's: each partition it holds ends ``no_convergence`` with the
+    member's position below the HW (Kafka's behaviour: the application must seek past the
+    record), and nothing acknowledged is lost."""
+    _res, data = run_to_bytes("default", 1, [
+        *ONE_READER, f"faults.plan=[{PAUSED_READER_AND_DAMAGE}]"])
+    evs = events(data)
+    (fault,) = [e for e in evs if e["event"] == "fault" and e["fault"] == "corrupt_disk"]
+    leader_id = int(fault["target"][0][7:])
+    (failed,) = _poll_failures(evs)
+    assert (failed["node"], failed["partition"], failed["offset"], failed["replica"]) == (
+        "consumer-g0-0", 0, 100, leader_id)
+    assert failed["hw"] > 100 and failed["position"] == 100
+    read = [e["offset"] for e in evs if e["event"] == "consume" and e["partition"] == 0]
+    assert read and max(read) == 99
+    assert not [e for e in evs if e["event"] == "consume" and e["seq"] > failed["seq"]]
+    assert _committed_on(evs, 0) and max(_committed_on(evs, 0)) == 100
+    conv = {e["partition"]: e for e in evs if e["event"] == "convergence"
+            and e["topic"] == "orders"}
+    assert conv[0]["detail"].startswith("consumer-g0-0 at 100 < HW")
+    assert all(not c["converged"] for c in conv.values())
+    result = check_events(iter(evs))
+    assert result.anomalies["no_convergence"] == 3
+    assert result.anomalies["lost_acked_write"] == 0 and result.anomalies["poll_skip"] == 0
+
+
+def test_a_stuck_consumer_reads_on_once_the_leader_moves_to_a_replica_without_the_damage(
+        ) -> None:
+    """The same damage, then the damaged leader crashes: a follower with a good copy is
+    elected; the member, whose metadata is refreshed every second, sees the new leader,
+    drops the failed fetch and reads orders-0 on from the damaged offset — the good copy of
+    record 100, under the new epoch — and every partition converges (the old leader's
+    recovery cuts its log at the damage, and it follows the new leader)."""
+    _res, data = run_to_bytes("default", 1, [
+        *ONE_READER, "consumers[0].metadata.max.age.ms=1000",
+        f'faults.plan=[{PAUSED_READER_AND_DAMAGE}, {{at_s=4.0, fault="crash", '
+        f'target="leader:orders-0", duration_s=3.0}}]'])
+    evs = events(data)
+    (failed,) = _poll_failures(evs)
+    assert (failed["partition"], failed["offset"]) == (0, 100)
+    after = [e for e in evs if e["event"] == "consume" and e["partition"] == 0
+             and e["seq"] > failed["seq"]]
+    assert after and after[0]["offset"] == 100
+    assert after[0]["leader_epoch"] > failed["leader_epoch"]
+    elected = [e for e in evs if e["event"] == "leader_elected" and e["topic"] == "orders"
+               and e["partition"] == 0 and e["seq"] < after[0]["seq"]]
+    assert elected[-1]["leader"] != failed["replica"]
+    assert max(e["offset"] for e in evs if e["event"] == "offset_commit"
+               and e["partition"] == 0 and e["seq"] < after[0]["seq"]) == 100
+    result = check_events(iter(evs))
+    assert result.anomalies["no_convergence"] == 0
+    assert result.anomalies["lost_acked_write"] == 0
+    assert result.anomalies["poll_skip"] == 0 and result.anomalies["nonmonotonic_poll"] == 0
+
+
+def test_a_consumer_poll_failure_line_names_the_damaged_copy_and_the_member() -> None:
+    line = format_event({"seq": 1, "ts_us": 3_009_290, "event": "corrupt_record",
+                         "node": "consumer-g0-0", "actor": "consumer", "topic": "orders",
+                         "partition": 0, "replica": 1, "offset": 100, "where": "poll",
+                         "group": "g0", "consumer": "g0-0", "position": 100})
+    assert "@100 fails its CRC (poll)" in line and "consumer-g0-0" in line
 
 
 def test_a_corrupt_disk_with_nothing_to_damage_is_traced_as_skipped() -> None:

@@ -87,8 +87,10 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "log_recovery": ("topic", "partition", "replica", "leo", "hw", "log_start_offset"),
     # a record batch whose CRC does not match (the corrupt_disk fault), found by a follower
     # appending what it fetched (where "fetch": nothing appended, fetched again after the
-    # backoff) or by log recovery after an unclean shutdown (where "recovery": the log is
-    # cut at ``offset``)
+    # backoff), by log recovery after an unclean shutdown (where "recovery": the log is
+    # cut at ``offset``) or by a consumer's poll (where "poll", check.crcs: node is the
+    # consumer, ``replica`` the broker that served the damaged copy; the member delivers
+    # and fetches nothing more until the partition is revoked or its leader changes)
     "corrupt_record": ("topic", "partition", "replica", "offset", "where"),
     "become_leader": ("topic", "partition", "replica", "leader_epoch", "isr", "leo", "hw"),
     "become_follower": ("topic", "partition", "replica", "leader", "leader_epoch", "leo", "hw"),
