@@ -1,7 +1,9 @@
 """The ``isrlab campaign`` door: one scenario over a range of seeds (``faults.campaign``).
 
 ``isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] [--set K=V]... [--keep-all]
-[--swarm] [--check-determinism F] [--spark [MASTER]]``. Exit codes: 0 no forbidden anomaly,
+[--swarm] [--shrink [N]] [--check-determinism F] [--spark [MASTER]]``. ``--shrink`` shrinks
+the first N failing seeds (5 without N) into ``traces/seed-S.shrunk`` as ``isrlab shrink``
+would; the campaign page links each shrunk schedule. Exit codes: 0 no forbidden anomaly,
 1 some (or nondeterminism, or a worker died), 2 bad input (one line), 130/143 interrupted
 (SIGINT/SIGTERM; re-run to resume). ``--spark`` is checked here, before anything runs, as
 ``analyze --master`` is, and the driver is handed the way to start the session.
@@ -17,6 +19,7 @@ from typing import Any
 from faults.campaign import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
+    SHOW_FAILURES,
     CampaignConfig,
     CampaignError,
     parse_seeds,
@@ -67,6 +70,10 @@ def _parser() -> _Parser:
                    help="run the seeds as Spark tasks (default master: local[*])")
     p.add_argument("--swarm", action="store_true",
                    help="swarm testing: each seed uses its own subset of the nemesis kinds")
+    p.add_argument("--shrink", nargs="?", type=int, const=SHOW_FAILURES, default=0,
+                   metavar="N",
+                   help="then shrink the first N failing seeds' fault plans (isrlab shrink; "
+                        f"default N: {SHOW_FAILURES}) beside their traces")
     return p
 
 
@@ -74,6 +81,8 @@ def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     args = _parser().parse_args(list(argv))
     if args.jobs < 0:
         raise CampaignError(f"--jobs: must be >= 1, got {args.jobs}")
+    if args.shrink < 0:
+        raise CampaignError(f"--shrink: must be >= 1, got {args.shrink}")
     overrides = list(args.set)
     if args.swarm:
         overrides.append("faults.swarm=true")
@@ -85,7 +94,7 @@ def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     return CampaignConfig(scenario=args.scenario, seeds=parse_seeds(args.seeds),
                           overrides=overrides, jobs=args.jobs, out=args.out,
                           keep_all=args.keep_all, check_determinism=args.check_determinism,
-                          spark=args.spark, spark_session=start_spark)
+                          spark=args.spark, spark_session=start_spark, shrink=args.shrink)
 
 
 def main(argv: Sequence[str]) -> int:

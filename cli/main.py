@@ -31,7 +31,8 @@ DOORS: dict[str, tuple[str, str]] = {
                 "Spark analytics: isrlab analyze PATH... [--master URL] [--out DIR] [--json]"),
     "campaign": ("cli.campaign",
                  "fault campaign: isrlab campaign SCENARIO --seeds A:B [--jobs N] [--out DIR] "
-                 "[--keep-all] [--swarm] [--check-determinism F] [--spark [MASTER]]"),
+                 "[--keep-all] [--swarm] [--shrink [N]] [--check-determinism F] "
+                 "[--spark [MASTER]]"),
     "shrink": ("cli.shrink", "shrink a failing run: isrlab shrink TRACE [--out DIR] "
                "[--budget N] [--anomaly NAME]"),
     "explore": ("cli.explore",

@@ -11,6 +11,7 @@ from faults.shrink_cli import (
     EXIT_BAD_INPUT,
     ShrinkInputError,
     _Parser,
+    shrink_folder,
     shrink_trace,
 )
 
@@ -30,8 +31,7 @@ def main(argv: Sequence[str]) -> int:
         if args.budget < 1:
             raise ShrinkInputError(f"--budget: must be >= 1, got {args.budget}")
         trace = Path(args.trace)
-        stem = trace.name.removesuffix(".gz").removesuffix(".jsonl")
-        out = Path(args.out) if args.out else trace.with_name(stem + ".shrunk")
+        out = Path(args.out) if args.out else shrink_folder(trace)
         return shrink_trace(trace, out, budget=args.budget, anomalies=args.anomaly).code
     except ShrinkInputError as exc:
         print(f"isrlab shrink: {exc}", file=sys.stderr)

@@ -25,8 +25,12 @@ Design
   happens next. Rows arrive in *completion* order, not seed order (seed 7 may finish before
   seed 6); readers key rows by ``seed``. Re-running the same command resumes: seeds with a row
   are skipped, and a torn last line (a driver killed mid-write) is ignored and cut off.
-  ``campaign.json`` records the scenario's digest so a resume with other ``--set`` values is
-  refused instead of mixing two campaigns; by default ``DIR`` is named after that digest.
+  ``campaign.json`` records the command's scenario and ``--set`` values (what reproduces a
+  seed: :func:`reproduce_command`), the resolved scenario every seed ran (``resolved``; a
+  folder written before it was recorded gets it on resume) and its digest, so a resume with
+  other ``--set`` values is refused instead of mixing two campaigns; by default ``DIR`` is
+  named after that digest. A row records what differs from seed to seed: the fault kinds
+  of its plan (``fault_kinds``; ``--swarm`` draws each seed's own subset).
 * **Ctrl-C** (SIGINT) and **SIGTERM** set a flag; the driver cancels the seeds not yet
   started, kills the workers (their unfinished seeds have no row and run again on resume),
   shuts the pool down, prints the summary of what finished and exits 130 (143 for SIGTERM).
@@ -47,7 +51,11 @@ Design
   (``[expect] forbid``) or the run itself errored (an actor raised). A bug-reproduction
   scenario (``[expect] anomalies``) does not make a seed fail by *not* reproducing; the
   summary counts the seeds that did. Traces are kept (gzip) for failing and reproducing seeds,
-  or all seeds with ``--keep-all``. Exit 1 when any seed of the range failed (rows from an
+  or all seeds with ``--keep-all``. ``--shrink N`` then shrinks the first ``N`` failing
+  seeds with a kept trace (``isrlab shrink``, several at once on the pool), each into
+  :func:`shrink_folder` of its trace, where ``isrlab shrink TRACE`` puts it by default and
+  the campaign page (``isrlab report DIR``) finds it; a seed already shrunk there is not
+  shrunk again. Exit 1 when any seed of the range failed (rows from an
   earlier, resumed invocation included, so the exit code does not depend on resumption) or
   the determinism check failed; 0 otherwise; 2 bad input; 130 interrupted.
 * **Determinism, continuously** (FoundationDB, madsim): ``--check-determinism F`` re-runs
@@ -97,6 +105,8 @@ from emulator.files import (
 )
 from emulator.progress import Progress
 from emulator.scenario import SAFE_NAME, ScenarioError, find, load
+from faults.shrink_cli import DEFAULT_BUDGET as SHRINK_DEFAULT_BUDGET
+from faults.shrink_cli import shrink_folder
 from traces.verdict import SAFE_PHRASE, WORDS, data_word
 
 __all__ = [
@@ -108,6 +118,8 @@ __all__ = [
     "read_results",
     "run_campaign",
     "run_seed",
+    "scenario_digest",
+    "shrink_folder",
 ]
 
 EXIT_OK: Final = 0
@@ -128,6 +140,8 @@ TRACES: Final = "traces"
 POLL_S: Final = 0.25
 #: Failing seeds listed with their reproduce command in the summary.
 SHOW_FAILURES: Final = 5
+#: Emulator runs each ``--shrink`` of a seed may make: ``isrlab shrink``'s default.
+SHRINK_BUDGET: Final = SHRINK_DEFAULT_BUDGET
 
 
 class CampaignError(Exception):
@@ -268,6 +282,30 @@ def run_seed(job: Job, seed: int) -> dict[str, Any]:
     if res.error:
         row["error"] = res.error
     return row
+
+
+def shrink_seed(traces: Mapping[int, str], budget: int, seed: int) -> dict[str, Any]:
+    """Shrink one failing seed's kept trace into its :func:`shrink_folder` (a worker task;
+    never raises: a seed that cannot be shrunk says why)."""
+    import io
+
+    from faults.shrink_cli import ShrinkInputError, shrink_trace
+
+    trace = Path(traces[seed])
+    out = shrink_folder(trace)
+    result: dict[str, Any] = {"seed": seed, "folder": str(out)}
+    try:
+        o = shrink_trace(trace, out, budget=budget, stdout=io.StringIO(),
+                         stderr=io.StringIO())
+    except ShrinkInputError as exc:
+        return {**result, "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001  # one seed's shrink, not the campaign
+        return {**result, "error": f"{type(exc).__name__}: {exc}"}
+    if o.code != EXIT_OK or o.toml is None or o.plan is None:
+        return {**result, "error": f"its plan, replayed, no longer shows "
+                                   f"{', '.join(o.targets or []) or 'the failure'}"}
+    return {**result, "toml": str(o.toml), "faults": len(o.plan), "calls": o.calls,
+            "targets": list(o.targets or [])}
 
 
 def digest_seed(job: Job, seed: int) -> tuple[int, str]:
@@ -545,6 +583,8 @@ class CampaignConfig:
     #: so the driver knows nothing of ``spark_analysis``
     spark_session: Callable[[str], Any] | None = None
     quiet: bool = False  #: no progress line (benchmarks)
+    #: shrink the first N failing seeds with a kept trace (``--shrink N``; 0: none)
+    shrink: int = 0
 
 
 @dataclass
@@ -556,6 +596,8 @@ class CampaignOutcome:
     wall_seconds: float
     interrupted: bool = False
     determinism_mismatches: list[tuple[int, str, str]] = field(default_factory=list)
+    #: one result of :func:`shrink_seed` per seed ``--shrink`` chose, by seed
+    shrunk: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def _cores() -> int:
@@ -565,7 +607,8 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _scenario_digest(sc: dict[str, Any]) -> str:
+def scenario_digest(sc: dict[str, Any]) -> str:
+    """The digest ``campaign.json`` keeps of the resolved scenario (``scenario_sha256``)."""
     return hashlib.sha256(json.dumps(sc, sort_keys=True).encode()).hexdigest()
 
 
@@ -574,7 +617,7 @@ def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
         raise CampaignError(f"{cfg.scenario}: name: {sc['name']!r} cannot name a folder under "
                             "out/campaigns (letters, digits, '.', '_', '-'; not starting with "
                             "'.'): give --out")
-    digest = _scenario_digest(sc)
+    digest = scenario_digest(sc)
     out = Path(cfg.out or f"out/campaigns/{sc['name']}-{digest[:10]}")
     source = find(cfg.scenario)
     try:
@@ -597,10 +640,12 @@ def _prepare_dir(cfg: CampaignConfig, sc: dict[str, Any]) -> Path:
                 f"{out}: --out: holds a campaign of another scenario or other --set values "
                 f"({known.get('scenario')} {' '.join(known.get('overrides', []))}); "
                 "resume with the same arguments or choose another --out")
+        if "resolved" not in known:   # written before the record held the scenario itself
+            write_text(manifest, json.dumps({**known, "resolved": sc}, indent=1) + "\n")
     else:
         write_text(manifest, json.dumps({
             "scenario": cfg.scenario, "name": sc["name"], "overrides": cfg.overrides,
-            "scenario_sha256": digest}, indent=1) + "\n")
+            "scenario_sha256": digest, "resolved": sc}, indent=1) + "\n")
     return out
 
 
@@ -689,8 +734,11 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
             wall = time.perf_counter() - t0
             if finished and cfg.check_determinism > 0:
                 finished, mismatches = _check_determinism(cfg, job, rows, new, jobs, stop, err)
+            shrunk: dict[int, dict[str, Any]] = {}
+            if finished and cfg.shrink > 0:
+                finished = _shrink_failing(cfg, out, rows, jobs, stop, shrunk, err)
         outcome = CampaignOutcome(EXIT_OK, out, rows, len(new), wall, not finished,
-                                  mismatches)
+                                  mismatches, shrunk)
         _summary(cfg, sc, outcome, jobs, out_stream)
         if outcome.interrupted:
             outcome.code = 128 + stop.signum if stop.signum else EXIT_INTERRUPTED
@@ -706,6 +754,45 @@ def run_campaign(cfg: CampaignConfig, *, stdout: TextIO | None = None,
 
 def _failed(row: dict[str, Any]) -> bool:
     return row.get("verdict") == "fail"
+
+
+def _shrink_failing(cfg: CampaignConfig, out: Path, rows: Mapping[int, dict[str, Any]],
+                    jobs: int, stop: _Interrupt, shrunk: dict[int, dict[str, Any]],
+                    err: TextIO) -> bool:
+    """``--shrink N``: the first N failing seeds (by seed) with a kept trace, each shrunk
+    into its :func:`shrink_folder` unless a ``shrunk.toml`` is there already (a resumed
+    campaign, or ``isrlab shrink`` by hand); fills ``shrunk`` by seed. False when stopped."""
+    def kept(row: dict[str, Any]) -> Path | None:   # named from another cwd: in DIR/traces
+        named = row.get("trace")
+        if not isinstance(named, str) or not named:
+            return None
+        return next((t for t in (Path(named), out / TRACES / Path(named).name)
+                     if t.is_file()), None)
+
+    found = {s: kept(rows[s]) for s in sorted(rows) if _failed(rows[s])}
+    traces = {s: str(t) for s, t in found.items() if t is not None}
+    chosen = sorted(traces)[:cfg.shrink]
+    traces = {s: traces[s] for s in chosen}
+    todo = []
+    for s in chosen:
+        toml = shrink_folder(traces[s]) / "shrunk.toml"
+        if toml.is_file():
+            shrunk[s] = {"seed": s, "folder": str(toml.parent), "toml": str(toml),
+                         "earlier": True}
+        else:
+            todo.append(s)
+    if not todo:
+        return True
+    if not cfg.quiet:
+        err.write(f"shrinking {len(todo)} failing seeds (up to {SHRINK_BUDGET} runs each): "
+                  f"{', '.join(map(str, todo))}\n")
+
+    def on_result(result: dict[str, Any]) -> None:
+        shrunk[result["seed"]] = result
+
+    pool = process_pool(min(jobs, len(todo)))
+    return _drive_pool(pool, functools.partial(shrink_seed, traces, SHRINK_BUDGET), todo,
+                       2 * jobs, on_result, stop, lambda: None)
 
 
 def _check_determinism(cfg: CampaignConfig, job: Job, rows: dict[int, dict[str, Any]],
@@ -782,6 +869,15 @@ def _summary(cfg: CampaignConfig, sc: dict[str, Any], o: CampaignOutcome, jobs: 
         out.write(f"seed {s}: {found or r.get('error') or r.get('status')}"
                   + (f"  trace {r['trace']}" if r.get("trace") else "") + "\n")
         out.write(f"  {reproduce_command(cfg.scenario, s, cfg.overrides)}\n")
+    for s, r in sorted(o.shrunk.items()):
+        if r.get("error"):
+            out.write(f"seed {s}: not shrunk: {r['error']}\n")
+            continue
+        how = ("shrunk earlier" if r.get("earlier") else
+               f"shrunk from {rows[s].get('faults', '?')} to {r.get('faults')} faults in "
+               f"{r.get('calls')} runs")
+        out.write(f"seed {s}: {how}: {r['toml']}\n")
+        out.write(f"  {shlex.join(['isrlab', 'run', r['toml'], '--seed', str(s)])}\n")
     if o.determinism_mismatches:
         out.write(f"DETERMINISM FAILED for seeds "
                   f"{', '.join(str(m[0]) for m in sorted(o.determinism_mismatches))}\n")

@@ -66,7 +66,7 @@ from emulator.files import (
 )
 from faults.shrink import InputDoesNotFail, shrink
 
-__all__ = ["dumps_toml", "shrink_trace"]
+__all__ = ["dumps_toml", "shrink_folder", "shrink_trace"]
 
 EXIT_OK: Final = 0
 EXIT_FAIL: Final = 1
@@ -283,6 +283,15 @@ def _targets(trace: Path, header: dict[str, Any], named: list[str]) -> list[str]
         return expected
     raise ShrinkInputError(f"{trace}: the run does not fail (no forbidden or expected anomaly; "
                            f"found: {', '.join(found) or 'none'}); name one with --anomaly")
+
+
+def shrink_folder(trace: str | Path) -> Path:
+    """Where a seed's shrunk schedule lives: beside its trace, named after it (a trace
+    ``seed-7.jsonl.gz`` gives the folder ``seed-7.shrunk``, holding ``shrunk.toml`` and
+    ``shrunk.jsonl``): ``isrlab shrink TRACE``'s default ``--out``, where
+    ``isrlab campaign --shrink`` puts it and the campaign page finds it."""
+    t = Path(trace)
+    return t.with_name(t.name.removesuffix(".gz").removesuffix(".jsonl") + ".shrunk")
 
 
 def shrink_trace(trace: Path, out: Path, *, budget: int = DEFAULT_BUDGET,
