@@ -16,6 +16,19 @@ Design notes.
   frames a TCP connection held through a cut (``tcp_stall`` to ``tcp_resume``, or to the
   ``connection_failed``/``connection_close`` that discarded them) are dotted arrows from
   the stall to the delivery, so a late request shows why it was late. The caption says so.
+* Shapes with their real extent. Faults shade the time they were on; operations
+  (``reading.OPERATIONS``) have a lane of their own and last as long as their events say
+  (a reassignment until it completes, a controlled shutdown until the broker is back); an
+  instantaneous step is a mark and a dotted vertical, never a band; a kind's overlapping
+  intervals shade once (their union), so shading never stacks darker. A replica's LEO and HW
+  lines end where its log was deleted (``reading.GONE``).
+* Labels never overlap. Text placed along the time axis (election labels, fault labels, the
+  message diagram's time ticks) is laid out by :func:`place_labels` for a plot area of
+  :data:`NOMINAL_PLOT_PX` at least (the report's width on a 1280-pixel screen); on a
+  narrower page the page script hides what would still collide (``markup``). Labels are
+  horizontal, so what the browser measures is what the reader sees.
+* The clock is the trace's (``reading.Clock``): simulated seconds, or the logs' wall clock
+  (UTC) for a trace imported from Kafka's logs.
 * Pure functions of the collected data: no I/O here, deterministic output for a trace.
 """
 
@@ -28,7 +41,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from report.reading import PartitionView, StepSeries, TraceView
+from report.reading import GONE, Clock, Interval, PartitionView, StepSeries, TraceView
 
 Event = dict[str, Any]
 
@@ -37,11 +50,38 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 FAULT_COLORS = {"crash": "#d62728", "power_loss": "#8c1a1a", "pause": "#ff7f0e",
                 "isolate": "#9467bd", "partition": "#9467bd", "cut": "#9467bd",
                 "delay": "#bcbd22", "drop": "#17becf", "partition_reject": "#9467bd"}
+OPERATION_COLORS = {"reassign": "#138d75", "cancel_reassign": "#b9770e",
+                    "controlled_shutdown": "#5d6d7e", "preferred_election": "#2e86c1",
+                    "decommission": "#7d3c98", "add_broker": "#239b56",
+                    "create_topic": "#7f8c8d", "add_partitions": "#7f8c8d"}
 FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
+#: The narrowest plot area (pixels) labels are laid out for: the report's figures on a
+#: 1280-pixel-wide screen; narrower, the page script hides what still collides.
+NOMINAL_PLOT_PX = 1000.0
+#: Horizontal room kept between two labels (pixels).
+LABEL_PAD_PX = 6.0
 
 
-def _s(ts_us: int) -> float:
-    return round(ts_us / 1e6, 3)
+def text_px(text: str, size: float = 12.0) -> float:
+    """A generous estimate of a label's width in pixels (system-ui; digits are ~0.56 em)."""
+    return len(text) * size * 0.62 + 4
+
+
+def place_labels(labels: Sequence[tuple[float, float]], rows: int = 1,
+                 pad: float = LABEL_PAD_PX) -> list[int | None]:
+    """Greedy label layout along one axis: ``labels`` are (centre, width) in pixels, in
+    order of priority; each is given the first of ``rows`` rows where it overlaps no label
+    already placed, or None (left out)."""
+    placed: list[list[tuple[float, float]]] = [[] for _ in range(rows)]
+    out: list[int | None] = []
+    for centre, width in labels:
+        lo, hi = centre - width / 2, centre + width / 2
+        row = next((r for r in range(rows)
+                    if all(hi + pad <= a or b + pad <= lo for a, b in placed[r])), None)
+        if row is not None:
+            placed[row].append((lo, hi))
+        out.append(row)
+    return out
 
 
 def _base_layout(fig: go.Figure, height: int) -> None:
@@ -85,7 +125,8 @@ def downsample(ts: Sequence[int], val: Sequence[int], cap: int) -> tuple[list[in
             if val[end] > val[hi]:
                 hi = end
             end += 1
-        keep.extend(sorted({start, lo, hi, end - 1}))
+        gone = [i for i in range(start, end) if val[i] == GONE]   # a deleted log: kept
+        keep.extend(sorted({start, lo, hi, end - 1, *gone}))
         start = end
     return [ts[i] for i in keep], [val[i] for i in keep]
 
@@ -135,11 +176,13 @@ def _leader_intervals(pv: PartitionView, end_us: int) -> dict[int, list[tuple[in
     return out
 
 
-def _gapped(spans: list[tuple[int, int]], y: Any) -> tuple[list[float | None], list[Any]]:
-    xs: list[float | None] = []
+def _gapped(spans: list[tuple[int, int]], y: Any, clock: Clock | None = None
+            ) -> tuple[list[float | str | None], list[Any]]:
+    x = (clock or Clock()).x
+    xs: list[float | str | None] = []
     ys: list[Any] = []
     for a, b in spans:
-        xs += [_s(a), _s(b), None]
+        xs += [x(a), x(b), None]
         ys += [y, y, None]
     return xs, ys
 
@@ -154,44 +197,192 @@ def series_sizes(view: TraceView) -> list[int]:
     return sizes
 
 
+def _until_deleted(ts: Sequence[int], val: Sequence[int], end: int, clock: Clock
+                   ) -> tuple[list[float | str | None], list[int | None]]:
+    """A step line's points, each life of the log ending where it was deleted (``GONE``:
+    the last value is carried to the deletion, then the line breaks) and the last one
+    carried to ``end``."""
+    xs: list[float | str | None] = []
+    ys: list[int | None] = []
+    prev: int | None = None
+    for t, v in zip(ts, val, strict=True):
+        if v == GONE:
+            if prev is not None:
+                xs += [clock.x(t), None]
+                ys += [prev, None]
+            prev = None
+            continue
+        xs.append(clock.x(t))
+        ys.append(v)
+        prev = v
+    if prev is not None and ts:
+        xs.append(clock.x(max(end, ts[-1])))
+        ys.append(prev)
+    return xs, ys
+
+
+def _union(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping spans merged: a kind's shading is drawn once where its intervals meet."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _pack(intervals: Sequence[Interval], end: int, rows: int = 3) -> list[int]:
+    """A sub-row per interval, so that intervals in one row do not overlap in time (with a
+    1 % margin; the least busy row when every row is taken)."""
+    margin = max(1, end // 100)
+    last = [-(1 << 62)] * rows
+    out: list[int] = []
+    for iv in intervals:
+        b = iv.end_us if iv.end_us is not None else end
+        row = next((r for r in range(rows) if last[r] + margin <= iv.start_us),
+                   min(range(rows), key=lambda r: last[r]))
+        last[row] = max(last[row], b)
+        out.append(row)
+    return out
+
+
+def interval_label(iv: Interval, clock: Clock, end: int) -> str:
+    """``kind targets: from → to (duration); detail`` for a fault or an operation."""
+    what = f"{iv.kind} {', '.join(iv.targets)}".strip()
+    if iv.instant:
+        when = f"at {clock.text(iv.start_us)}"
+    elif iv.end_us is None:
+        when = (f"{clock.text(iv.start_us)} → end of trace "
+                f"({(end - iv.start_us) / 1e6:,.3f} s or more)")
+    else:
+        when = (f"{clock.text(iv.start_us)} → {clock.text(iv.end_us)} "
+                f"({_duration(iv.end_us - iv.start_us)})")
+    return f"{what}: {when}" + (f"; {iv.detail}" if iv.detail else "")
+
+
+def _duration(us: int) -> str:
+    return f"{us / 1e3:,.1f} ms" if us < 1_000_000 else f"{us / 1e6:,.3f} s"
+
+
+def _interval_lane(fig: go.Figure, intervals: Sequence[Interval], clock: Clock, end: int,
+                   y0: float, prefix: str, colors: Mapping[str, str]) -> None:
+    """One lane of row 2 (faults, or operations): a bar per interval from its start to its
+    end, a diamond for an instantaneous one; one legend entry per kind."""
+    rows = _pack(intervals, end)
+    by_kind: dict[str, tuple[list[float | str | None], list[float | None], list[str]]] = {}
+    points: dict[str, tuple[list[float | str], list[float], list[str]]] = {}
+    for iv, row in zip(intervals, rows, strict=True):
+        yv = y0 - 0.3 * row
+        label = interval_label(iv, clock, end)
+        if iv.instant:
+            px, py, pt = points.setdefault(iv.kind, ([], [], []))
+            px.append(clock.x(iv.start_us))
+            py.append(yv)
+            pt.append(label)
+            continue
+        xs_k, ys_k, tx_k = by_kind.setdefault(iv.kind, ([], [], []))
+        xs_k += [clock.x(iv.start_us), clock.x(iv.end_us if iv.end_us is not None else end),
+                 None]
+        ys_k += [yv, yv, None]
+        tx_k += [label, label, ""]
+    for kind in sorted(by_kind.keys() | points.keys()):
+        color = colors.get(kind, "#7f7f7f")
+        if kind in by_kind:
+            xs_k, ys_k, tx_k = by_kind[kind]
+            fig.add_trace(go.Scatter(x=xs_k, y=ys_k, mode="lines+markers", text=tx_k,
+                                     line=dict(color=color, width=5), marker=dict(size=5),
+                                     name=f"{prefix}: {kind}", legendgroup=f"{prefix}-{kind}",
+                                     hovertemplate="%{text}<extra></extra>"), row=2, col=1)
+        if kind in points:
+            px, py, pt = points[kind]
+            fig.add_trace(go.Scatter(x=px, y=py, mode="markers", text=pt,
+                                     marker=dict(symbol="diamond", size=9, color=color),
+                                     name=f"{prefix}: {kind}", legendgroup=f"{prefix}-{kind}",
+                                     showlegend=kind not in by_kind,
+                                     hovertemplate="%{text}<extra></extra>"), row=2, col=1)
+
+
+def _interval_shapes(intervals: Sequence[Interval], clock: Clock, end: int,
+                     colors: Mapping[str, str], opacity: float) -> list[dict[str, Any]]:
+    """Shading over both rows: per kind, the union of its intervals; a dotted vertical at
+    each instantaneous one."""
+    shapes: list[dict[str, Any]] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for iv in intervals:
+        color = colors.get(iv.kind, "#7f7f7f")
+        if iv.instant:
+            x = clock.x(iv.start_us)
+            shapes.append(dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
+                               line=dict(color=color, width=1.2, dash="dot")))
+        else:
+            spans.setdefault(iv.kind, []).append(
+                (iv.start_us, iv.end_us if iv.end_us is not None else end))
+    for kind in sorted(spans):
+        for a, b in _union(spans[kind]):
+            shapes.append(dict(type="rect", xref="x", yref="paper", x0=clock.x(a),
+                               x1=clock.x(b), y0=0, y1=1, fillcolor=colors.get(kind, "#7f7f7f"),
+                               opacity=opacity, line=dict(width=0), layer="below"))
+    return shapes
+
+
 def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
                     anomalies: Sequence[dict[str, Any]]) -> go.Figure:
-    """LEO/HW per replica over time, AR / ISR / OSR bands (with the replicas a reassignment
-    adds and removes), leader epochs, faults and anomaly marks."""
+    """LEO/HW per replica over time (each ending where the replica's log was deleted), AR /
+    ISR / OSR bands (with the replicas a reassignment adds and removes), leader epochs,
+    faults, operations with their real durations, and anomaly marks."""
     end = view.end_us
+    clock = view.clock
+    x = clock.x
     replicas = pv.replicas()
     color = {r: PALETTE[i % len(PALETTE)] for i, r in enumerate(replicas)}
     lane = {r: float(len(replicas) - i) for i, r in enumerate(replicas)}
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3],
+    ops = [op for op in view.operations if op.concerns(pv.name)]
+    fault_y, op_y = -0.1, -1.1
+    bottom = op_y - 0.75 if ops else -0.85
+    # row 2 gets ~24 px per lane (brokers, faults, operations), row 1 280 px
+    lanes_px = 24.0 * (len(replicas) + 0.5 - bottom)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True,
+                        row_heights=[280.0 / (280 + lanes_px), lanes_px / (280 + lanes_px)],
                         vertical_spacing=0.05)
     k = 0
     for r in replicas:
         for what, table, dash in (("LEO", pv.leo, "solid"), ("HW", pv.hw, "dot")):
             s = table.get(r, StepSeries())
-            xs, ys = downsample(s.ts, s.val, caps[k] if k < len(caps) else 200)
+            kept_ts, kept = downsample(s.ts, s.val, caps[k] if k < len(caps) else 200)
             k += 1
+            xs, ys = _until_deleted(kept_ts, kept, end, clock)
             if not xs:
                 continue
-            xs.append(max(end, xs[-1]))
-            ys.append(ys[-1])
             fig.add_trace(go.Scatter(
-                x=[_s(t) for t in xs], y=ys, mode="lines", line_shape="hv",
+                x=xs, y=ys, mode="lines", line_shape="hv",
                 line=dict(color=color[r], dash=dash, width=1.6 if what == "LEO" else 2.2),
                 name=f"{what} broker {r}", legendgroup=f"r{r}",
-                hovertemplate=f"{what} broker {r}: %{{y}} at %{{x:.3f}} s<extra></extra>"),
+                hovertemplate=f"{what} broker {r}: %{{y}} at %{{x}}<extra></extra>"),
                 row=1, col=1)
+    if pv.deleted:
+        fig.add_trace(go.Scatter(
+            x=[x(t) for t, _ in pv.deleted],
+            y=[_last_before(pv.leo.get(b, StepSeries()), t) for t, b in pv.deleted],
+            mode="markers", marker=dict(symbol="line-ns-open", size=12, line=dict(width=2),
+                                        color=[color.get(b, "#333") for _, b in pv.deleted]),
+            name="log deleted (replica removed)",
+            text=[f"broker {b} deleted its log of {pv.name} at {clock.text(t)}"
+                  for t, b in pv.deleted],
+            hovertemplate="%{text}<extra></extra>"), row=1, col=1)
     if pv.truncations:
         fig.add_trace(go.Scatter(
-            x=[_s(t[0]) for t in pv.truncations], y=[t[3] for t in pv.truncations],
+            x=[x(t[0]) for t in pv.truncations], y=[t[3] for t in pv.truncations],
             mode="markers", marker=dict(symbol="triangle-down", size=9,
                                         color=[color.get(t[1], "#333") for t in pv.truncations]),
             name="log truncation",
-            text=[f"broker {t[1]} truncated {t[2]} → {t[3]} ({t[4]})" for t in pv.truncations],
-            hovertemplate="%{text} at %{x:.3f} s<extra></extra>"), row=1, col=1)
+            text=[f"broker {t[1]} truncated {t[2]} → {t[3]} ({t[4]}) at {clock.text(t[0])}"
+                  for t in pv.truncations],
+            hovertemplate="%{text}<extra></extra>"), row=1, col=1)
     marks = [a for a in anomalies if a.get("_ts_us") is not None]
     if marks:
         fig.add_trace(go.Scatter(
-            x=[_s(a["_ts_us"]) for a in marks],
+            x=[x(a["_ts_us"]) for a in marks],
             y=[a["offset"] if type(a.get("offset")) is int else 0 for a in marks],
             mode="markers", marker=dict(symbol="x", size=10, color="#b00020",
                                         line=dict(width=1, color="#b00020")),
@@ -205,10 +396,10 @@ def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
             (in_ar, "in AR (OSR outside the ISR band)", "#9e9e9e", 3, 0.0),
             (adding, "being added (reassignment)", "#1b7f3a", 3, 0.22),
             (removing, "being removed (reassignment)", "#b00020", 3, -0.22)):
-        bx: list[float | None] = []
+        bx: list[float | str | None] = []
         by: list[Any] = []
         for r in replicas:
-            gx, gy = _gapped(spans_of.get(r, []), lane[r] + offset)
+            gx, gy = _gapped(spans_of.get(r, []), lane[r] + offset, clock)
             bx += gx
             by += gy
         if bx:
@@ -218,81 +409,115 @@ def timeline_figure(view: TraceView, pv: PartitionView, caps: Sequence[int],
     isr = _isr_intervals(pv, end)
     leaders = _leader_intervals(pv, end)
     for r in replicas:
-        gx, gy = _gapped(isr.get(r, []), lane[r])
+        gx, gy = _gapped(isr.get(r, []), lane[r], clock)
         fig.add_trace(go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=color[r], width=11),
                                  opacity=0.55, name=f"in ISR broker {r}", legendgroup=f"r{r}",
                                  showlegend=False, hoverinfo="skip"), row=2, col=1)
-    lx: list[float | None] = []
+    lx: list[float | str | None] = []
     ly: list[Any] = []
     for r, spans in leaders.items():
         if r in lane:
-            gx, gy = _gapped(spans, lane[r])
+            gx, gy = _gapped(spans, lane[r], clock)
             lx += gx
             ly += gy
     if lx:
         fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#111", width=3),
                                  name="leader", hoverinfo="skip"), row=2, col=1)
-    dx: list[float | None] = []
+    dx: list[float | str | None] = []
     dy: list[Any] = []
     for iv in view.node_down:
         for node in iv.targets:
             if node.startswith("broker-") and node[7:].isdigit() and int(node[7:]) in lane:
-                gx, gy = _gapped([(iv.start_us, iv.end_us or end)], lane[int(node[7:])])
+                gx, gy = _gapped([(iv.start_us, iv.end_us or end)], lane[int(node[7:])], clock)
                 dx += gx
                 dy += gy
     if dx:
         fig.add_trace(go.Scatter(x=dx, y=dy, mode="lines",
                                  line=dict(color="#555", width=3, dash="dot"),
                                  name="broker down / paused", hoverinfo="skip"), row=2, col=1)
-    by_kind: dict[str, tuple[list[float | None], list[float | None], list[str]]] = {}
-    for i, iv in enumerate(view.faults):
-        xs_k, ys_k, tx_k = by_kind.setdefault(iv.kind, ([], [], []))
-        yv = -0.1 - 0.3 * (i % 3)
-        a, b = iv.start_us, iv.end_us if iv.end_us is not None else end
-        label = f"{iv.kind} {', '.join(iv.targets)}: {_s(a)}–{_s(b)} s {iv.detail}".strip()
-        xs_k += [_s(a), _s(b), None]
-        ys_k += [yv, yv, None]
-        tx_k += [label, label, ""]
-    for kind, (xs_k, ys_k, tx_k) in by_kind.items():
-        fig.add_trace(go.Scatter(x=xs_k, y=ys_k, mode="lines+markers", text=tx_k,
-                                 line=dict(color=FAULT_COLORS.get(kind, "#7f7f7f"), width=5),
-                                 marker=dict(size=5), name=f"fault: {kind}",
-                                 hovertemplate="%{text}<extra></extra>"), row=2, col=1)
-    shapes: list[dict[str, Any]] = []
-    for iv in view.faults:
-        c = FAULT_COLORS.get(iv.kind, "#7f7f7f")
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=_s(iv.start_us),
-                           x1=_s(iv.end_us if iv.end_us is not None else end), y0=0, y1=1,
-                           fillcolor=c, opacity=0.10, line=dict(width=0), layer="below"))
-    for e in pv.elections[:200]:
-        shapes.append(dict(type="line", xref="x", yref="paper", x0=_s(e.ts_us), x1=_s(e.ts_us),
+    elections = pv.elections[:400]
+    if elections:   # every election can be hovered; the labels that fit are written on top
+        fig.add_trace(go.Scatter(
+            x=[x(e.ts_us) for e in elections], y=[len(replicas) + 0.3] * len(elections),
+            mode="markers", name="leader election",
+            marker=dict(symbol="triangle-down", size=7,
+                        color=["#b00020" if e.kind == "unclean" else "#444" for e in elections]),
+            text=[f"{e.kind} election at {clock.text(e.ts_us)}: epoch {e.epoch}, leader "
+                  f"broker {e.leader}, ISR {e.isr}" for e in elections],
+            hovertemplate="%{text}<extra></extra>"), row=2, col=1)
+    _interval_lane(fig, view.faults, clock, end, fault_y, "fault", FAULT_COLORS)
+    _interval_lane(fig, ops, clock, end, op_y, "operation", OPERATION_COLORS)
+    shapes = _interval_shapes(view.faults, clock, end, FAULT_COLORS, 0.10)
+    shapes += _interval_shapes(ops, clock, end, OPERATION_COLORS, 0.07)
+    for e in elections[:200]:
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=x(e.ts_us), x1=x(e.ts_us),
                            y0=0, y1=1, line=dict(color="#b00020" if e.kind == "unclean"
                                                  else "#444", width=1, dash="dash")))
     phases = [(ts, phase) for ts, phase in view.phases if 0 < ts < end]
     for ts, _phase in phases:
-        if ts > 0:
-            shapes.append(dict(type="line", xref="x", yref="paper", x0=_s(ts), x1=_s(ts), y0=0,
-                               y1=1, line=dict(color="#1b7f3a", width=1.5)))
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=x(ts), x1=x(ts), y0=0,
+                           y1=1, line=dict(color="#1b7f3a", width=1.5)))
     fig.update_layout(shapes=shapes)
-    annotations = [dict(x=_s(ts), y=0.5, xref="x", yref="paper", text=f"{phase} phase →",
+    annotations = [dict(x=x(ts), y=0.5, xref="x", yref="paper", text=f"{phase} phase →",
                         showarrow=False, xanchor="left", font=dict(size=10, color="#1b7f3a"))
                    for ts, phase in phases]
-    for e in pv.elections[:40]:
-        annotations.append(dict(x=_s(e.ts_us), y=1.0, xref="x", yref="paper", yanchor="bottom",
-                                text=f"e{e.epoch}→b{e.leader}" + (f" {e.kind}" if e.kind not in
-                                                                  ("clean", "preferred") else ""),
-                                showarrow=False, font=dict(size=10, color="#444"),
-                                textangle=-30))
-    _base_layout(fig, 500)
+    annotations += _election_labels(elections, end, clock)
+    _base_layout(fig, int(100 + (280 + lanes_px) / 0.95))
     fig.update_layout(annotations=annotations, margin=dict(t=60),
-                      legend=dict(y=-0.14, yanchor="top"))
+                      legend=dict(y=-70 / (280 + lanes_px), yanchor="top"))
     fig.update_yaxes(title_text="offset", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(tickmode="array", tickvals=[*lane.values(), -0.4],
-                     ticktext=[f"broker {r}" for r in lane] + ["faults"], zeroline=False,
-                     range=[-0.85, len(replicas) + 0.5], showgrid=False, row=2, col=1)
-    fig.update_xaxes(range=[0, _s(end)], row=2, col=1, title_text="simulated time (s)")
-    fig.update_xaxes(range=[0, _s(end)], row=1, col=1)
+    tickvals, ticktext = [*lane.values(), fault_y - 0.3], [f"broker {r}" for r in lane]
+    ticktext.append("faults")
+    if ops:
+        tickvals.append(op_y - 0.3)
+        ticktext.append("operations")
+    fig.update_yaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext, zeroline=False,
+                     range=[bottom, len(replicas) + 0.5], showgrid=False, row=2, col=1)
+    span = [x(0), x(end)]
+    fig.update_xaxes(range=span, row=2, col=1, title_text=clock.axis_title)
+    fig.update_xaxes(range=span, row=1, col=1)
+    if clock.wall:
+        fig.update_xaxes(type="date")
     return fig
+
+
+def _last_before(s: StepSeries, ts: int) -> int:
+    """The series' last value (not ``GONE``) at or before ``ts``."""
+    out = 0
+    for t, v in zip(s.ts, s.val, strict=True):
+        if t > ts:
+            break
+        if v != GONE:
+            out = v
+    return out
+
+
+def _election_labels(elections: Sequence[Any], end: int, clock: Clock
+                     ) -> list[dict[str, Any]]:
+    """``e<epoch>→b<leader>`` above the plot, horizontal, in two rows, only where a label
+    fits (:func:`place_labels`); the marker below each election carries it all on hover."""
+    px = NOMINAL_PLOT_PX / max(1, end)
+    texts = [f"e{e.epoch}→b{e.leader}" + (f" {e.kind}" if e.kind not in ("clean", "preferred")
+                                          else "") for e in elections]
+    # centred on its election; at either end of the axis, kept inside the plot
+    anchors = [_anchor(e.ts_us * px, text_px(t, 10)) for e, t in zip(elections, texts,
+                                                                       strict=True)]
+    rows = place_labels([(c, text_px(t, 10)) for (c, _), t in zip(anchors, texts, strict=True)],
+                        rows=2)
+    return [dict(x=clock.x(e.ts_us), y=1.0, xref="x", yref="paper", yanchor="bottom",
+                 xanchor=side, yshift=13 * row, text=t, showarrow=False,
+                 font=dict(size=10, color="#444"))
+            for e, t, (_, side), row in zip(elections, texts, anchors, rows, strict=True)
+            if row is not None]
+
+
+def _anchor(at_px: float, width: float) -> tuple[float, str]:
+    """(centre, xanchor) of a label at ``at_px`` that stays inside the nominal plot."""
+    if at_px - width / 2 < 0:
+        return at_px + width / 2, "left"
+    if at_px + width / 2 > NOMINAL_PLOT_PX:
+        return at_px - width / 2, "right"
+    return at_px, "center"
 
 
 # --------------------------------------------------------------------------- space-time
@@ -314,6 +539,8 @@ class SpaceTime:
     faults: list[tuple[int, int, str]] = field(default_factory=list)
     start_us: int = 0
     end_us: int = 0
+    topic: str = ""
+    partition: int = -1
 
 
 def _covers(ev: Event, o: int) -> bool:
@@ -350,7 +577,7 @@ def build_spacetime(events: Sequence[Event], topic: str, partition: int, focus: 
                   key=lambda r: (abs(r[1] - fo) if type(fo) is int
                                  else abs(int(acks[r[0]]["ts_us"]) - t0), r[1]))
     records += pool[: max(0, max_records - len(records))]
-    st = SpaceTime(lanes=[])
+    st = SpaceTime(lanes=[], topic=topic, partition=partition)
     updates = [e for e in mine if e.get("event") in ("leo_update", "hw_update")]
     for v, o in records:
         style = "focus" if v == fv else "chain"
@@ -601,24 +828,41 @@ def spacetime_figure(st: SpaceTime, view: TraceView) -> go.Figure:
     for i in y.values():
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=i, y1=i,
                            line=dict(color="#ccc", width=1), layer="below"))
-    for iv in view.faults:
+    # faults and operations in the window, shaded for their real extent; their names above
+    # the plot, laid out so that none overlaps another (an instant: a dotted vertical)
+    names: list[tuple[float, str]] = []
+    for iv in [*view.faults, *view.operations]:
         a, b = iv.start_us, iv.end_us if iv.end_us is not None else view.end_us
-        if b < st.start_us or a > st.end_us:
+        if b < st.start_us or a > st.end_us or not iv.concerns(f"{st.topic}-{st.partition}"):
             continue
-        rows = [y[t] for t in iv.targets if t in y]
-        y0, y1 = (min(rows) - 0.4, max(rows) + 0.4) if rows else (-0.5, len(y) - 0.5)
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=ms(max(a, st.start_us)),
-                           x1=ms(min(b, st.end_us)), y0=y0, y1=y1, layer="below",
-                           fillcolor=FAULT_COLORS.get(iv.kind, "#7f7f7f"), opacity=0.12,
-                           line=dict(width=0),
-                           label=dict(text=f"{iv.kind} {','.join(iv.targets)}",
-                                      textposition="top left", font=dict(size=10))))
-    _base_layout(fig, 120 + 62 * max(2, len(y)))
-    fig.update_layout(annotations=annotations, shapes=shapes, margin=dict(l=120))
+        colors = OPERATION_COLORS if iv.operation else FAULT_COLORS
+        color = colors.get(iv.kind, "#7f7f7f")
+        if iv.instant:
+            shapes.append(dict(type="line", xref="x", yref="paper", x0=ms(a), x1=ms(a), y0=0,
+                               y1=1, line=dict(color=color, width=1.2, dash="dot")))
+        else:
+            rows = [y[t] for t in iv.targets if t in y]
+            y0, y1 = (min(rows) - 0.4, max(rows) + 0.4) if rows else (-0.5, len(y) - 0.5)
+            shapes.append(dict(type="rect", xref="x", yref="y", x0=ms(max(a, st.start_us)),
+                               x1=ms(min(b, st.end_us)), y0=y0, y1=y1, layer="below",
+                               fillcolor=color, opacity=0.12, line=dict(width=0)))
+        names.append((ms(max(a, st.start_us)), f"{iv.kind} {','.join(iv.targets)}"))
+    px = NOMINAL_PLOT_PX / span
+    rows_of = place_labels([(x0 * px + text_px(t, 10) / 2, text_px(t, 10)) for x0, t in names],
+                           rows=2)
+    annotations += [dict(x=x0, y=1.0, xref="x", yref="paper", xanchor="left",
+                         yanchor="bottom", yshift=13 * row, text=t, showarrow=False,
+                         font=dict(size=10, color="#555"))
+                    for (x0, t), row in zip(names, rows_of, strict=True) if row is not None]
+    _base_layout(fig, 190 + 62 * max(2, len(y)) + 13 * min(2, len(names)))
+    fig.update_layout(annotations=annotations, shapes=shapes,
+                      margin=dict(l=120, t=30 + 13 * min(2, len(names)), b=110),
+                      legend=dict(yref="container", y=0.0, yanchor="bottom", x=0))
     fig.update_yaxes(tickmode="array", tickvals=list(y.values()), ticktext=list(y.keys()),
                      range=[-0.6, len(y) - 0.4], showgrid=False, zeroline=False)
-    fig.update_xaxes(range=[0, span],
-                     title_text=f"ms after {base / 1e6:.6f} s (simulated)", zeroline=False)
+    where = (view.clock.text(base) if view.clock.wall
+             else f"{base / 1e6:.6f} s (simulated)")
+    fig.update_xaxes(range=[0, span], title_text=f"ms after {where}", zeroline=False)
     return fig
 
 

@@ -9,6 +9,14 @@ links can address them: an anomaly row's link zooms the partition's timeline to 
 Text from the trace is always escaped (``esc``); ``Html`` marks strings already safe.
 When every plot has been drawn the page sets ``window.__reportReady`` (used by the browser
 test and the benchmark to time opening).
+
+Labels never overlap: the figures lay their text out for a nominal width
+(``figures.place_labels``), and after every drawing of a plot (``plotly_afterplot``: the
+first, a zoom, a resize) the script measures the boxes of its time-axis tick labels,
+annotations and shape labels in that order and hides (``visibility: hidden``, marked
+``data-overlap``) any that would cover one already shown — what a page narrower than the
+nominal width needs. A moment link on a trace imported from Kafka's logs carries the logs'
+wall clock (``data-clock="wall"``: ms since the Unix epoch, as a Plotly date axis takes).
 """
 
 from __future__ import annotations
@@ -118,10 +126,37 @@ nav.toc a { margin-right:14px; color:#0b57d0; text-decoration:none; }
 SCRIPT = """
 (function () {
   var CONFIG = __CONFIG__;
+  var LABELS = [".xaxislayer-above text", "g.annotation-text-g", "text.shape-label"];
+  function overlaps(a, b) {
+    return a.left < b.right - 1 && b.left < a.right - 1 &&
+      a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  }
+  function declutter(el) {
+    var kept = [];
+    LABELS.forEach(function (sel) {
+      Array.prototype.forEach.call(el.querySelectorAll(sel), function (n) {
+        n.style.visibility = "";
+        n.removeAttribute("data-overlap");
+        if (!(n.textContent || "").trim()) { return; }
+        var r = n.getBoundingClientRect();
+        if (!r.width || !r.height) { return; }
+        if (kept.some(function (k) { return overlaps(k, r); })) {
+          n.style.visibility = "hidden";
+          n.setAttribute("data-overlap", "1");
+        } else {
+          kept.push(r);
+        }
+      });
+    });
+  }
   function render(el) {
     if (el.__drawn) { return el.__drawn; }
     var spec = JSON.parse(document.getElementById(el.id + "-fig").textContent);
-    el.__drawn = window.Plotly.newPlot(el, spec.data, spec.layout, CONFIG);
+    el.__drawn = window.Plotly.newPlot(el, spec.data, spec.layout, CONFIG).then(function () {
+      declutter(el);
+      el.on("plotly_afterplot", function () { declutter(el); });
+      return el;
+    });
     return el.__drawn;
   }
   var plots = Array.prototype.slice.call(document.querySelectorAll("div.plot"));
@@ -132,7 +167,8 @@ SCRIPT = """
     var t = parseFloat(a.dataset.t), w = parseFloat(a.dataset.w || "1");
     el.scrollIntoView({block: "center"});
     render(el).then(function () {
-      var lo = Math.max(0, t - w), upd = {"xaxis.range": [lo, t + w]};
+      var lo = a.dataset.clock === "wall" ? t - w : Math.max(0, t - w);
+      var upd = {"xaxis.range": [lo, t + w]};
       if (el.layout && el.layout.xaxis2) { upd["xaxis2.range"] = [lo, t + w]; }
       return window.Plotly.relayout(el, upd);
     });

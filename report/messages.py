@@ -18,7 +18,10 @@ leader epoch to a broker.
 
 Windows are drawn side by side on one axis (``Windows``): a chain spans seconds, its steps
 milliseconds, so the gaps between windows are cut out and marked. Tick labels carry the
-simulated time in seconds.
+simulated time in seconds, horizontal and laid out so that none overlaps another
+(``report.figures.place_labels``: each window's first instant first, then its last, then
+instants inside it where there is room); the legend sits under the plot, so the plot
+keeps the page's width.
 """
 
 from __future__ import annotations
@@ -97,15 +100,39 @@ class Windows:
         """The slot of ``t`` (a time the diagram was fitted to), None outside the windows."""
         return self._slot.get(t)
 
-    def ticks(self) -> tuple[list[float], list[str]]:
-        vals: list[float] = []
-        text: list[str] = []
+    @property
+    def slots(self) -> float:
+        """The axis's extent in slots: every instant, and a slot's margin at each end."""
+        return (max(self._slot.values()) if self._slot else 0.0) + 2.0
+
+    def ticks(self, plot_px: float | None = None) -> tuple[list[float], list[str]]:
+        """Tick positions and labels that do not overlap on a plot ``plot_px`` wide
+        (default ``figures.NOMINAL_PLOT_PX``): the first instant of each window first, then
+        each window's last, then instants inside the windows where there is room."""
+        from report.figures import NOMINAL_PLOT_PX, place_labels, text_px
+
+        px = (plot_px or NOMINAL_PLOT_PX) / self.slots
+        firsts: list[int] = []
+        lasts: list[int] = []
+        inner: list[int] = []
         for a, b in self.spans:
             inside = [t for t in self.instants if a <= t <= b]
-            for t in sorted({inside[0], inside[-1]}) if inside else []:
-                vals.append(self._slot[t])
-                text.append(f"{t / 1e6:.3f} s")
-        return vals, text
+            if not inside:
+                continue
+            firsts.append(inside[0])
+            lasts.append(inside[-1])
+            step = max(1, round(text_px("00.000 s") * 1.6 / px))
+            inner += inside[step:-1:step]
+        seen: set[str] = set()
+        candidates: list[tuple[float, str]] = []
+        for t in [*firsts, *lasts, *inner]:
+            label = f"{t / 1e6:.3f} s"
+            if label not in seen:   # the same millisecond: one label
+                seen.add(label)
+                candidates.append((self._slot[t], label))
+        rows = place_labels([((x + 1.0) * px, text_px(label)) for x, label in candidates])
+        chosen = sorted(c for c, row in zip(candidates, rows, strict=True) if row is not None)
+        return [x for x, _ in chosen], [label for _, label in chosen]
 
     def gaps(self) -> list[tuple[float, float]]:
         """The cut time between windows, as slot ranges."""
@@ -339,12 +366,16 @@ def figure(d: MessageDiagram) -> go.Figure:
         shapes.append(dict(type="rect", xref="x", yref="paper", x0=g0, x1=g1, y0=0, y1=1,
                            fillcolor="#eee", line=dict(width=0), layer="below"))
     vals, text = w.ticks()
-    fig.update_layout(height=140 + 58 * max(2, len(y)), shapes=shapes,
-                      margin=dict(l=120, r=20, t=30, b=60), plot_bgcolor="#fff",
-                      legend=dict(title=dict(text="message kind (click to hide)")))
+    fig.update_layout(height=220 + 58 * max(2, len(y)), shapes=shapes,
+                      margin=dict(l=120, r=20, t=30, b=150), plot_bgcolor="#fff",
+                      legend=dict(title=dict(text="message kind (click to hide)",
+                                             side="top"),
+                                  orientation="h", yref="container", y=0.0, yanchor="bottom",
+                                  x=0, xanchor="left"))
     fig.update_yaxes(tickmode="array", tickvals=list(y.values()), ticktext=list(y.keys()),
                      range=[-0.6, len(y) - 0.4], showgrid=False, zeroline=False)
-    fig.update_xaxes(tickmode="array", tickvals=vals, ticktext=text, tickangle=-30,
-                     zeroline=False, showgrid=False, title_text="instants in order (windows around "
-                     "the chain's steps; grey bands are cut time)")
+    fig.update_xaxes(tickmode="array", tickvals=vals, ticktext=text, tickangle=0,
+                     range=[-1.0, w.slots - 1.0], zeroline=False, showgrid=False,
+                     title_text="instants in order (windows around the chain's steps; grey "
+                     "bands are cut time)")
     return fig

@@ -12,7 +12,19 @@ and to :class:`_Collector`, which keeps only compact state:
 * ISR changes, leader elections and offline moments per partition;
 * fault intervals (``fault`` start/stop, paired per kind and target) and node down/paused
   intervals (``node_crash``/``node_restart``, ``node_pause``/``node_resume``);
+* operations (:data:`OPERATIONS`: an operator's reassignment, controlled shutdown,
+  preferred election, ...) as intervals of their own, each lasting as long as its own events
+  say — a reassignment from its start to the ``reassignment`` completion, cancellation or
+  refusal of every partition it moves, a controlled shutdown until the broker's
+  ``node_restart``, a decommission until its ``done``, a new broker until it registers — and
+  not until a ``fault`` stop that operations never have; instantaneous steps (a preferred
+  election, added partitions, a damaged record) last no time;
+* ``replica_deleted`` ends a replica's LEO and HW lines (:data:`GONE` in the series) until a
+  ``replica_created`` starts them again;
 * ``ts_us`` by ``seq`` so an anomaly example without a time can still be placed.
+
+Times are drawn on the trace's :class:`Clock`: simulated seconds from the run's start, or,
+for a trace imported from Kafka's logs, the logs' wall clock (``imported.time_origin``).
 
 A trace cut off while written (no ``run_end``, torn last line, truncated gzip) is re-read with
 ``verify=False`` and reported with a warning; any other verification failure (an edited line,
@@ -24,15 +36,93 @@ keeping for the whole run: :func:`read_window` makes a second, early-stopping pa
 
 from __future__ import annotations
 
+import datetime as dt
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from traces.checker import Checker, CheckResult
 from traces.reader import Event, TraceError, iter_events
 
 PKey = tuple[str, int]
+
+#: A LEO/HW series value meaning "no log from here on" (``replica_deleted``): offsets are
+#: never negative, so the drawing breaks the line there (``figures.timeline_figure``).
+GONE: Final = -1
+
+#: Plan steps that are an operator's operations, not faults: drawn for as long as their own
+#: events say (module notes), never until a fault ``stop``.
+OPERATIONS: Final = ("reassign", "cancel_reassign", "controlled_shutdown", "preferred_election",
+                     "decommission", "add_broker", "create_topic", "add_partitions")
+#: Operations whose targets are partitions ("orders-0"; "all": every one).
+PARTITION_OPERATIONS: Final = ("reassign", "cancel_reassign", "preferred_election")
+#: Plan steps that act once and last no time, operation or not.
+INSTANTS: Final = ("preferred_election", "create_topic", "add_partitions", "corrupt_disk",
+                   "restart", "resume", "heal")
+#: ``reassignment`` phases that end a partition's move
+_MOVE_ENDS: Final = ("complete", "cancel", "rejected")
+
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The time axis of a trace's plots: simulated seconds from the run's start, or — for a
+    trace imported from Kafka's logs, whose ``run_start.imported.time_origin`` is the UTC
+    time ``ts_us`` 0 stands for — the logs' own wall clock."""
+
+    #: µs since the Unix epoch of ``ts_us`` 0; None: simulated time
+    origin_us: int | None = None
+
+    @classmethod
+    def of(cls, header: Event) -> Clock:
+        imported = header.get("imported")
+        origin = imported.get("time_origin") if isinstance(imported, dict) else None
+        if not isinstance(origin, str):
+            return cls()
+        try:
+            when = dt.datetime.fromisoformat(origin)
+        except ValueError:
+            return cls()
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return cls((when - _EPOCH) // dt.timedelta(microseconds=1))
+
+    @property
+    def wall(self) -> bool:
+        return self.origin_us is not None
+
+    def _when(self, ts_us: int) -> dt.datetime:
+        try:
+            return _EPOCH + dt.timedelta(microseconds=(self.origin_us or 0) + ts_us)
+        except OverflowError:   # a forged header or time beyond the calendar: its edge
+            edge = dt.datetime.max if (self.origin_us or 0) + ts_us > 0 else dt.datetime.min
+            return edge.replace(tzinfo=dt.UTC)
+
+    def x(self, ts_us: int) -> float | str:
+        """The plot coordinate: seconds (to the ms), or a Plotly date string (UTC, µs)."""
+        if self.origin_us is None:
+            return round(ts_us / 1e6, 3)
+        return self._when(ts_us).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def text(self, ts_us: int) -> str:
+        """The time as a reader reads it: ``5.051 s``, or ``2016-12-18 15:15:55.046 UTC``."""
+        if self.origin_us is None:
+            return f"{ts_us / 1e6:.3f} s"
+        return self._when(ts_us).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+    def js(self, ts_us: int) -> float:
+        """The coordinate as the page's script computes ranges with: seconds, or ms since
+        the Unix epoch (what a Plotly date axis takes as a number)."""
+        if self.origin_us is None:
+            return ts_us / 1e6
+        return (self.origin_us + ts_us) / 1e3
+
+    @property
+    def axis_title(self) -> str:
+        return ("the logs' wall clock (UTC)" if self.origin_us is not None
+                else "simulated time (s)")
 
 
 @dataclass
@@ -82,6 +172,8 @@ class PartitionView:
     #: the replica list (AR) after each change: (ts_us, replicas, adding, removing) — from
     #: the ISR the partition was created with, then every ``replicas_change``
     ar: list[tuple[int, list[int], list[int], list[int]]] = field(default_factory=list)
+    #: (ts_us, replica) of each ``replica_deleted``: the replica's log is gone from there
+    deleted: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -103,6 +195,18 @@ class Interval:
     kind: str
     targets: list[str]
     detail: str = ""
+    #: an operator's operation (``OPERATIONS``), not a fault
+    operation: bool = False
+
+    @property
+    def instant(self) -> bool:
+        return self.end_us == self.start_us
+
+    def concerns(self, partition: str) -> bool:
+        """Whether a partition's timeline shows it: partition operations only on the
+        partitions they name, everything else everywhere."""
+        return (self.kind not in PARTITION_OPERATIONS or "all" in self.targets
+                or partition in self.targets)
 
 
 @dataclass
@@ -119,6 +223,12 @@ class TraceView:
     ts_by_seq: array[int]
     phases: list[tuple[int, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: operations (``OPERATIONS``), each with its real duration
+    operations: list[Interval] = field(default_factory=list)
+
+    @property
+    def clock(self) -> Clock:
+        return Clock.of(self.header)
 
     @property
     def scenario(self) -> dict[str, Any]:
@@ -157,6 +267,14 @@ class _Collector:
         self.ts_by_seq: array[int] = array("q")
         self.phases: list[tuple[int, str]] = []
         self.end_us = 0
+        self.operations: list[Interval] = []
+        #: partition name -> the reassign / cancel_reassign operation still moving it
+        self._moving: dict[str, Interval] = {}
+        #: node -> (its controlled shutdown still on, whether the broker has stopped yet)
+        self._shutting: dict[str, tuple[Interval, bool]] = {}
+        #: broker id -> its decommission still on / the added broker not registered yet
+        self._decommissioning: dict[int, Interval] = {}
+        self._joining: dict[int, Interval] = {}
 
     def _part(self, ev: Event) -> PartitionView | None:
         topic, part = ev.get("topic"), ev.get("partition")
@@ -227,7 +345,14 @@ class _Collector:
             if pv is not None:
                 pv.offline.append(ts)
         elif name == "fault":
-            self._on_fault(ev, ts)
+            if str(ev.get("fault")) in OPERATIONS:
+                self._on_operation(ev, ts)
+            else:
+                self._on_fault(ev, ts)
+        elif name in ("reassignment", "alter_reassignments", "decommission",
+                      "broker_registered", "elect_leaders", "replica_created",
+                      "replica_deleted"):
+            self._on_operation_event(ev, ts)
         elif name == "phase":
             phase = str(ev.get("phase", "?"))
             self.phases.append((ts, phase))
@@ -244,14 +369,25 @@ class _Collector:
                 iv = Interval(ts, None, kind, [node])
                 self._open_down[(node, what)] = iv
                 self.node_down.append(iv)
+            if name == "node_crash" and node in self._shutting:
+                op, _ = self._shutting[node]
+                self._shutting[node] = (op, True)
+                op.detail = _join(op.detail, f"stopped after {_ms(ts - op.start_us)}")
         elif name in ("node_restart", "node_resume"):
             what = "down" if name == "node_restart" else "paused"
             key = (str(ev.get("node")), what)
             if key in self._open_down:
                 self._open_down.pop(key).end_us = ts
+            shutting = self._shutting.get(key[0])
+            if name == "node_restart" and shutting is not None and shutting[1]:
+                del self._shutting[key[0]]
+                shutting[0].end_us = ts
+                shutting[0].detail = _join(shutting[0].detail, "back (restarted)")
 
     def _on_fault(self, ev: Event, ts: int) -> None:
         kind, targets = str(ev.get("fault", "?")), _targets(ev.get("target"))
+        if ev.get("phase") not in ("start", "stop"):   # "skipped": it never acted
+            return
         if ev.get("phase") == "stop":
             matchers: tuple[Callable[[Interval], bool], ...] = (
                 lambda iv: iv.kind == kind and iv.targets == targets,
@@ -263,10 +399,125 @@ class _Collector:
                         del self._open_faults[i]
                         return
             return
-        extra = [f"{k}={ev[k]}" for k in ("extra_ms", "rate") if ev.get(k)]
+        extra = [f"{k}={ev[k]}" for k in ("extra_ms", "rate", "offset", "topic_partition")
+                 if ev.get(k) is not None and ev.get(k) != 0]
         iv = Interval(ts, None, kind, targets, " ".join(extra))
         self.faults.append(iv)
-        self._open_faults.append(iv)
+        if kind in INSTANTS:   # a damaged record, a restart, a heal: done at once
+            iv.end_us = ts
+        else:
+            self._open_faults.append(iv)
+
+    def _down(self, node: str) -> bool:
+        return (node, "down") in self._open_down
+
+    def _on_operation(self, ev: Event, ts: int) -> None:
+        """An operation starts (``fault`` phase start of an ``OPERATIONS`` kind); its own
+        events end it (:meth:`_on_operation_event`, the node events in :meth:`feed`)."""
+        kind, targets = str(ev.get("fault", "?")), _targets(ev.get("target"))
+        if ev.get("phase") != "start":   # a reassign's --cancel stop, "skipped": not an end
+            return
+        op = Interval(ts, None, kind, targets, operation=True)
+        self.operations.append(op)
+        if kind == "reassign" and isinstance(ev.get("replicas"), list):
+            op.detail = "to " + ",".join(map(str, ev["replicas"]))
+        if kind in ("reassign", "cancel_reassign", "preferred_election") and self._down(
+                "controller"):   # world.reassign / elect_preferred: nothing is sent
+            op.end_us = ts
+            op.detail = _join(op.detail, "the controller was down: nothing sent")
+            return
+        if kind in INSTANTS:
+            op.end_us = ts
+            return
+        if kind in ("reassign", "cancel_reassign"):
+            for tp in targets:
+                older = self._moving.get(tp)
+                if older is not None:   # a new target for a partition already moving
+                    self._end_move(older, tp, ts, f"{tp} given a new target")
+                self._moving[tp] = op
+            if not targets:
+                op.end_us = ts
+        elif kind == "controlled_shutdown":
+            node = targets[0] if targets else "?"
+            if self._down(node) or node in self._shutting:
+                op.end_us = ts
+                op.detail = "the broker was down already: nothing to do"
+            else:
+                self._shutting[node] = (op, False)
+        elif kind in ("decommission", "add_broker"):
+            b = _broker_id(targets[0] if targets else "")
+            if b is None:
+                op.end_us = ts
+            elif kind == "decommission":
+                self._decommissioning[b] = op
+            else:
+                self._joining[b] = op
+
+    def _end_move(self, op: Interval, tp: str, ts: int, how: str) -> None:
+        if self._moving.get(tp) is op:
+            del self._moving[tp]
+        op.detail = _join(op.detail, how)
+        if not any(o is op for o in self._moving.values()):
+            op.end_us = ts
+
+    def _on_operation_event(self, ev: Event, ts: int) -> None:
+        name = ev.get("event")
+        if name == "reassignment":
+            tp = f"{ev.get('topic')}-{ev.get('partition')}"
+            op = self._moving.get(tp)
+            if op is not None and ev.get("phase") in _MOVE_ENDS:
+                how = {"complete": "completed", "cancel": "cancelled"}.get(
+                    str(ev.get("phase")), f"rejected ({ev.get('error')})")
+                self._end_move(op, tp, ts, f"{tp} {how} after {_ms(ts - op.start_us)}")
+        elif name == "alter_reassignments" and isinstance(ev.get("results"), list):
+            for res in ev["results"]:
+                tp, _, err = str(res).rpartition(":")
+                op = self._moving.get(tp)
+                if op is not None and err != "NONE":
+                    self._end_move(op, tp, ts, f"{tp} refused ({err})")
+        elif name == "decommission":
+            b = _int(ev.get("broker"))
+            op = self._decommissioning.get(b) if b is not None else None
+            if op is not None and ev.get("phase") in ("done", "rejected"):
+                del self._decommissioning[b or 0]
+                op.end_us = ts
+                op.detail = _join(op.detail, "stopped and unregistered" if ev.get("phase")
+                                  == "done" else f"rejected ({ev.get('error')})")
+        elif name == "broker_registered":
+            b = _int(ev.get("broker"))
+            op = self._joining.pop(b, None) if b is not None else None
+            if op is not None:
+                op.end_us = ts
+                op.detail = _join(op.detail, "registered")
+        elif name == "elect_leaders" and isinstance(ev.get("results"), list):
+            op = next((o for o in reversed(self.operations)
+                       if o.kind == "preferred_election" and o.start_us == ts), None)
+            if op is not None:
+                done = [str(r).rpartition(":")[0] for r in ev["results"]
+                        if str(r).endswith(":NONE")]
+                op.detail = _join(op.detail, "elected: " + (", ".join(done) or "none"))
+        elif name in ("replica_created", "replica_deleted"):
+            pv, replica = self._part(ev), _int(ev.get("replica"))
+            if pv is None or replica is None:
+                return
+            if name == "replica_deleted":   # its log is gone: its lines end here
+                for table in (pv.leo, pv.hw):
+                    table.setdefault(replica, StepSeries()).add(ts, GONE)
+                pv.deleted.append((ts, replica))
+            elif (leo := _int(ev.get("leo"))) is not None:
+                pv.leo.setdefault(replica, StepSeries()).add(ts, leo)
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def _ms(us: int) -> str:
+    return f"{us / 1e3:,.1f} ms" if us < 1_000_000 else f"{us / 1e6:,.3f} s"
+
+
+def _broker_id(node: str) -> int | None:
+    return int(node[7:]) if node.startswith("broker-") and node[7:].isdigit() else None
 
 
 def _fold(path: str, verify: bool) -> tuple[Event, Event | None, Checker, _Collector, int]:
@@ -300,11 +551,14 @@ def read_view(path: str) -> TraceView:
         header, footer, checker, col, lines = _fold(path, verify=False)
     for iv in col._open_faults:
         iv.detail = (iv.detail + " (no stop traced)").strip()
+    for op in col.operations:
+        if op.end_us is None:
+            op.detail = _join(op.detail, "still on at the end of the trace")
     parts = {pv.name: pv for _, pv in sorted(col.parts.items())}
     return TraceView(path=path, header=header, footer=footer, result=checker.result(),
                      partitions=parts, faults=col.faults, node_down=col.node_down,
                      end_us=col.end_us, events=lines, ts_by_seq=col.ts_by_seq, phases=col.phases,
-                     warnings=warnings)
+                     warnings=warnings, operations=col.operations)
 
 
 #: Events the space-time diagram draws from (the rest of a window is skipped).

@@ -6,17 +6,23 @@ diagram, the scenario.
   Nothing is recomputed differently from ``isrlab check`` and ``isrlab explain``: the counts
   and examples on the page are the checker's, the "why" section lists ``traces.explain``'s
   chains.
-* The space-time diagram draws real messages (``messages``) around the steps of the first
-  chain: the trace's own message lines, or — for a trace without them — those of a re-run of
-  its scenario and seed with ``--trace-messages`` (``traces.replay``), used only when the
-  re-run is the same run event for event (``--no-rerun`` skips it). Without messages it
-  falls back to arrows inferred between traced events (``figures``).
+* The space-time diagram is centred on the first loss (a ``LOST`` anomaly of
+  ``traces.verdict``), else on the first forbidden anomaly (:func:`_focus_tier`), never on an
+  informational finding: with neither, it says there is nothing to centre on. It draws real
+  messages (``messages``) around the steps of that anomaly's chain: the trace's own message
+  lines, or — for a trace without them — those of a re-run of its scenario and seed with
+  ``--trace-messages`` (``traces.replay``), used only when the re-run is the same run event
+  for event (``--no-rerun`` skips it). Without messages it falls back to arrows inferred
+  between traced events (``figures``).
+* Times are written on the trace's clock (``reading.Clock``): simulated seconds, or the
+  logs' wall clock (UTC) for a trace imported from Kafka's logs.
 """
 
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +30,21 @@ from report.markup import Html, badge, esc, figure, page, table, tag
 from report.reading import PartitionView, TraceView, read_view, read_window
 from traces.reader import TraceError
 from traces.schema import ANOMALIES
-from traces.verdict import DURATIONS, INFORMATIONAL, anomaly_label, judge, partition_state
+from traces.verdict import (
+    DURATIONS,
+    INFORMATIONAL,
+    WORDS,
+    anomaly_label,
+    judge,
+    partition_state,
+)
 
 #: Default budget of plotted LEO/HW change points over all timelines of a report.
 MAX_POINTS = 9_000
 #: Half-width of the space-time diagram's search window around the focus.
 WINDOW_US = 1_000_000
+#: The anomalies that lose data (the verdict's ``LOST``): the space-time diagram's first pick.
+LOSSES = dict(WORDS)["LOST"]
 
 
 # --------------------------------------------------------------------------- trace page
@@ -81,18 +96,38 @@ def _examples(view: TraceView) -> list[dict[str, Any]]:
     return out
 
 
+def _focus_tier(anomaly: str, forbidden: Sequence[str]) -> int | None:
+    """What the space-time diagram centres on: 0 a loss, 1 a forbidden anomaly (one of
+    ``forbidden``, the checker's ``forbidden_found``), None anything else (informational
+    findings, allowed anomalies)."""
+    if anomaly in LOSSES:
+        return 0
+    if anomaly in forbidden and anomaly not in INFORMATIONAL:
+        return 1
+    return None
+
+
 def _focus(view: TraceView, examples: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first anomaly to zoom on: forbidden ones first, then others, informational last."""
-    timed = [e for e in examples if e["_ts_us"] is not None and e["_pname"] in view.partitions]
-    if not timed:
-        return None
+    """The checker's example to centre the inferred diagram on: the first loss, else the
+    first forbidden anomaly; None when the trace has neither."""
+    timed = [(tier, int(e["_ts_us"]), int(e.get("seq") or 0), i)
+             for i, e in enumerate(examples)
+             if e["_ts_us"] is not None and e["_pname"] in view.partitions
+             and (tier := _focus_tier(e["_anomaly"], view.result.forbidden_found))
+             is not None]
+    return examples[min(timed)[3]] if timed else None
 
-    def rank(e: dict[str, Any]) -> tuple[int, int, int]:
-        name = e["_anomaly"]
-        tier = 0 if name in view.result.forbidden_found else 2 if name in INFORMATIONAL else 1
-        return (tier, int(e["_ts_us"]), int(e.get("seq") or 0))
 
-    return min(timed, key=rank)
+def _focus_chain(chains: Sequence[Any], forbidden: Sequence[str]) -> Any:
+    """The chain the message diagram draws: the first loss's, else the first forbidden
+    anomaly's (first: by its earliest step); None when no chain is either."""
+    ranked = []
+    for i, c in enumerate(chains):
+        tier = _focus_tier(c.anomaly, forbidden)
+        times = [st.ts_us for st in c.steps if st.seq != 1 << 62]
+        if tier is not None and times:
+            ranked.append((tier, min(times), i))
+    return chains[min(ranked)[2]] if ranked else None
 
 
 def _leader_at(pv: PartitionView) -> Any:
@@ -110,12 +145,16 @@ def _leader_at(pv: PartitionView) -> Any:
     return leader_at
 
 
-def _moment(div: str, ts_us: int | None, end_us: int) -> Html:
+def _moment(view: TraceView, div: str, ts_us: int | None) -> Html:
+    """A time that zooms its partition's timeline there when clicked (on the trace's clock:
+    seconds, or ms since the Unix epoch for the logs' wall clock)."""
     if ts_us is None:
         return Html("end of run")
-    w = max(0.25, end_us / 1e6 / 40)
-    return tag("a", f"{ts_us / 1e6:.3f} s", class_="moment", href=f"#{div}", data_plot=div,
-               data_t=f"{ts_us / 1e6:.6f}", data_w=f"{w:.3f}")
+    clock = view.clock
+    w = max(0.25, view.end_us / 1e6 / 40) * (1000 if clock.wall else 1)
+    return tag("a", clock.text(ts_us), class_="moment", href=f"#{div}", data_plot=div,
+               data_t=f"{clock.js(ts_us):.6f}", data_w=f"{w:.3f}",
+               data_clock="wall" if clock.wall else None)
 
 
 def _plot_id(pname: str) -> str:
@@ -144,10 +183,12 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     verdict = [badge(v.headline.split(" — ")[0], v.tone)]
     if v.expectation:
         verdict.append(badge(v.expectation, v.expectation_tone))
+    clock = view.clock
     kv = [("seed", hdr.get("seed")), ("era (protocol)", hdr.get("protocol", sc.get("protocol"))),
           ("run status", status), ("events", f"{view.events:,}"),
-          ("simulated", f"{view.end_us / 1e6:.1f} s"), ("isrlab", hdr.get("isrlab_version")),
-          ("trace", os.path.basename(path))]
+          ("logs' wall clock", f"{clock.text(0)} to {clock.text(view.end_us)}")
+          if clock.wall else ("simulated", f"{view.end_us / 1e6:.1f} s"),
+          ("isrlab", hdr.get("isrlab_version")), ("trace", os.path.basename(path))]
     header = Html(
         f"<header><h1>{esc(sc.get('name', 'trace'))} · seed {esc(hdr.get('seed'))} · "
         f"Kafka {esc(hdr.get('protocol', '?'))} rules</h1>"
@@ -173,8 +214,9 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     for e in sorted(examples, key=lambda e: (e["_ts_us"] is None, e["_ts_us"] or 0)):
         extra = {k: v for k, v in e.items() if not k.startswith("_") and k not in (
             "topic", "partition", "seq", "ts_us", "offset", "value")}
-        ex_rows.append([e["_anomaly"], e["_pname"], _moment(_plot_id(e["_pname"]), e["_ts_us"],
-                        view.end_us), e.get("seq"), e.get("offset"), e.get("value"),
+        ex_rows.append([e["_anomaly"], e["_pname"], _moment(view, _plot_id(e["_pname"]),
+                                                            e["_ts_us"]),
+                        e.get("seq"), e.get("offset"), e.get("value"),
                         ", ".join(f"{k}={v}" for k, v in extra.items())])
         ex_classes.append("bad" if e["_anomaly"] in r.forbidden_found else "")
     shown = sum(len(v) for v in r.details.values())
@@ -198,11 +240,15 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     caps = rf.allocate(sizes, max_points)
     tl: list[Html] = [Html(
         '<section id="timelines"><h2>Partition timelines</h2><p class="note">LEO (solid) and HW '
-        "(dotted) of every replica as step lines; below, ISR membership as bands with the "
-        "leader's tenure in black and broker down/paused time dotted; dashed verticals mark "
-        "leader elections (epoch → leader); shaded spans are fault intervals; ✕ marks the "
-        "anomaly examples, ▼ log truncations. "
-        f"Lines are downsampled (per time bucket: first, min, max, last) to {sum(caps):,} of "
+        "(dotted) of every replica as step lines, ending where a removed replica's log was "
+        "deleted (|); below, ISR membership as bands with the leader's tenure in black and "
+        "broker down/paused time dotted; dashed verticals mark leader elections (epoch → "
+        "leader; hover ▼ for each); shaded spans are faults, and the operations lane shows "
+        "each operation for as long as it lasted (a reassignment until it completed, a "
+        "controlled shutdown until the broker was back; ◆ and a dotted vertical: done at "
+        "once); ✕ marks the anomaly examples, ▼ log truncations. "
+        + ("Times are the logs' wall clock (UTC). " if clock.wall else "")
+        + f"Lines are downsampled (per time bucket: first, min, max, last) to {sum(caps):,} of "
         f"{sum(sizes):,} change points; drag to zoom, double-click to reset.</p>")]
     k = 0
     by_part: dict[str, list[dict[str, Any]]] = {}
@@ -274,7 +320,7 @@ def _why_section(view: TraceView, chains: list[Any]) -> Html:
                 else f"{c.count} occurrence(s)")
         rule = RULES[c.rule]
         steps = "".join(
-            f"<li>{_moment(_plot_id(f'{c.topic}-{c.partition}'), st.ts_us, view.end_us)} "
+            f"<li>{_moment(view, _plot_id(f'{c.topic}-{c.partition}'), st.ts_us)} "
             f"{esc(st.text)}</li>" for st in c.steps if st.seq != 1 << 62) + "".join(
             f"<li><i>{esc(st.text)}</i></li>" for st in c.steps if st.seq == 1 << 62)
         parts.append(
@@ -289,7 +335,7 @@ def _why_section(view: TraceView, chains: list[Any]) -> Html:
         parts.append('<h3>Other findings (no rule of their own)</h3><ul class="minor">' + "".join(
             f"<li><b>{esc(c.anomaly)}</b> {esc(c.topic)}-{esc(c.partition)}"
             + (f" ×{c.count}" if c.count > 1 else "") + ": "
-            + (_moment(_plot_id(f"{c.topic}-{c.partition}"), c.steps[0].ts_us, view.end_us)
+            + (_moment(view, _plot_id(f"{c.topic}-{c.partition}"), c.steps[0].ts_us)
                if c.steps[0].seq != 1 << 62 else "at the end")
             + f" {esc(c.steps[0].text)}</li>" for c in minor[:3 * MAX_CHAINS]) + "</ul>")
     parts.append("</section>")
@@ -306,7 +352,7 @@ def _message_section(view: TraceView, chains: list[Any], rerun: bool
     from report import messages as rm
     from traces.replay import replay_trace
 
-    chain = next((c for c in chains if c.records), chains[0] if chains else None)
+    chain = _focus_chain(chains, view.result.forbidden_found)
     if chain is None:
         return None, ""
     head = '<section id="spacetime"><h2>Space-time diagram</h2>'
@@ -342,7 +388,8 @@ def _message_section(view: TraceView, chains: list[Any], rerun: bool
     fig = rm.figure(d)
     caption = (
         f"{note}The messages about <b>{esc(d.topic)}-{esc(d.partition)}</b> around each step "
-        f"of the first chain ({esc(chain.anomaly)}, rule <code>{esc(chain.rule)}</code>): "
+        + ("of the first loss" if chain.anomaly in LOSSES else "of the first forbidden anomaly")
+        + f" ({esc(chain.anomaly)}, rule <code>{esc(chain.rule)}</code>): "
         "one lane per node, an arrow per message from its send to its receipt (dashed: "
         "dropped or never received), red marks for truncations, HW/LEO moves, elections and "
         "crashes. Each window spans "
@@ -359,8 +406,9 @@ def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: s
 
     head = '<section id="spacetime"><h2>Space-time diagram</h2>'
     if focus is None:
-        return Html(head + '<p class="note">No anomaly with a moment in this trace, so there is '
-                    "nothing to centre a space-time diagram on.</p></section>")
+        return Html(head + '<p class="note">No loss and no forbidden anomaly with a moment in '
+                    "this trace, so there is nothing to centre a space-time diagram on "
+                    "(informational findings are listed above).</p></section>")
     pv = view.partitions[focus["_pname"]]
     t0 = int(focus["_ts_us"])
     events = read_window(view.path, t0 - WINDOW_US, t0 + WINDOW_US)
@@ -371,7 +419,9 @@ def _spacetime_section(view: TraceView, focus: dict[str, Any] | None, why_not: s
     fig = rf.spacetime_figure(st, view)
     caption = (
         esc(why_not)
-        + f"Around the first anomaly: <b>{esc(focus['_label'])}</b> at {t0 / 1e6:.6f} s "
+        + ("Around the first loss" if focus["_anomaly"] in LOSSES
+           else "Around the first forbidden anomaly")
+        + f": <b>{esc(focus['_label'])}</b> at {esc(view.clock.text(t0))} "
         f"(seq {esc(focus.get('seq'))}), partition {esc(pv.name)}. Lanes are nodes; time runs "
         "left to right. <b>The trace does not log delivered messages</b>, only dropped ones "
         "(<code>msg_drop</code>), so each arrow joins two traced events that the replication "

@@ -65,4 +65,5 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 SPARK = "tests/spark/"
 CATALOG_RUNS = "catalog runs"
 CATALOG_READERS = frozenset(f"tests/{m}.py" for m in (
-    "test_catalog", "test_reassignment", "test_catalog_scenarios", "test_topic_changes"))
+    "test_catalog", "test_reassignment", "test_catalog_scenarios", "test_topic_changes",
+    "test_report_drawing"))
