@@ -14,8 +14,8 @@ subsections), and switched by era (:mod:`actors.eras`):
   maximal ISR, or caught up and ISR-eligible)``, never decreasing; not at all while the
   committed ISR is below ``min(min.insync.replicas, RF)`` (3.7+). Older eras: min over the
   ISR (0.10), or ISR + caught-up replicas (0.11-2.1). Every change is traced as
-  ``hw_update`` with one of seed 000's reasons (produce, follower_fetch, become_leader,
-  isr_shrink) or another named reason.
+  ``hw_update`` with its reason (produce, follower_fetch, become_leader, isr_shrink, or
+  another named one: traces/schema.py).
 * **Follower fetch state** (1.3): ``lastCaughtUpTimeMs`` from the fetch offset against the
   leader LEO now and at the previous fetch; the follower's LEO is updated *before* the
   response is built, so a follower learns the HW its own fetch made one round later.

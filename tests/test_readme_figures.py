@@ -4,9 +4,12 @@ a test added, a Kafka test method ported — this fails until the README says it
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -32,3 +35,19 @@ def test_the_test_count_is_what_pytest_collects() -> None:
     collected = int(m.group(1))
     stated = _number(r"make test +# the whole test suite: ([\d,]+) tests")
     assert stated == [collected], f"README says {stated}, pytest collects {collected}"
+
+
+def test_the_explore_example_ends_as_explore_ends(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's second ``isrlab explore`` example (S1's variant under 0.11, dfs over the
+    whole bounds) ends with the very line explore prints: the count of distinct states moves
+    whenever a protocol rule does, and the README must move with it."""
+    from cli.explore import main
+
+    block = re.search(r"\$ isrlab explore (s1-kip101-hw-truncation --set 'protocol=\"0\.11\"' "
+                      r"--strategy dfs)\n\.\.\.\n(no anomaly [^\n]+)\n", README)
+    assert block, "the README's explore example is not where this test looks for it"
+    argv = [*shlex.split(block.group(1)), "--out", str(tmp_path / "explore")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-1] == block.group(2)
