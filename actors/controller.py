@@ -14,7 +14,10 @@ for it:
   ISR := [leader], recovering). Every leader change bumps the leader epoch; every change
   bumps the partition epoch.
 * **ELR** (KIP-966, era 4.1): ``maybePopulateTargetElr`` after every ISR change; brokers
-  restarting after an unclean shutdown are removed from ISR and ELR (KAFKA-15586).
+  restarting after an unclean shutdown are removed from ISR and ELR (KAFKA-15586). The
+  last-known ELR holds the last leader once the ISR empties (4.1.0's
+  ``maybeUpdateLastKnownLeader``), which is elected, uncleanly, when it is back and ISR and
+  ELR are both empty.
 * **AlterPartition** is validated against the leader epoch, the partition epoch and — in
   eras with KIP-903 — the broker epochs of the proposed members.
 * The **controller epoch** bumps on every controller start; brokers drop PartitionStates
@@ -146,6 +149,9 @@ class Controller(Machine):
         self.imbalance_check_interval_ms = imbalance_check_interval_ms
         self.imbalance_per_broker_pct = imbalance_per_broker_pct
         self.last_heartbeat: dict[int, int] = {}
+        #: the broker whose unclean shutdown the controller is handling, never an acceptable
+        #: leader meanwhile (-1: none)
+        self._unclean_restart = -1
 
     # -- helpers -------------------------------------------------------------------------
     def _live(self, broker: int) -> bool:
@@ -153,9 +159,11 @@ class Controller(Machine):
         return rec is not None and not rec.fenced
 
     def _acceptable(self, broker: int) -> bool:
-        """``isAcceptableLeader``: unfenced and not in controlled shutdown."""
+        """``isAcceptableLeader``: unfenced and not in controlled shutdown (nor the broker
+        whose unclean shutdown is being handled: see ``_handle_unclean_shutdown``)."""
         rec = self.store.brokers.get(broker)
-        return rec is not None and not rec.fenced and not rec.shutting_down
+        return (rec is not None and not rec.fenced and not rec.shutting_down
+                and broker != self._unclean_restart)
 
     def _state_msg(self, p: PartitionRecord) -> PartitionState:
         return PartitionState(self.store.controller_epoch, p.topic, p.partition, p.replicas,
@@ -638,21 +646,31 @@ class Controller(Machine):
         self._broadcast_broker_states()
 
     def _handle_unclean_shutdown(self, broker: int) -> None:
-        """KAFKA-15586: a broker back from an unclean shutdown leaves ISR and ELR."""
-        for key in sorted(self.store.partitions):
-            p = self.store.partitions[key]
-            if broker in p.elr or broker in p.isr:
-                p.elr = tuple(b for b in p.elr if b != broker)
-                p.last_known_elr = tuple(sorted(set(p.last_known_elr) | {broker}))
-                new_isr = tuple(b for b in p.isr if b != broker)
-                self._change(p, new_isr, "unclean_shutdown", leader_gone=(p.leader == broker),
-                             unclean_shutdown=(broker,))
+        """KAFKA-15586: a broker back from an unclean shutdown leaves ISR and ELR
+        (4.1.0 ``ReplicationControlManager.handleBrokerShutdown`` with ``isCleanShutdown``
+        false: ``generateLeaderAndIsrUpdates`` with ``brokerWithUncleanShutdown``, over the
+        partitions whose ISR, then whose ELR, holds it). In those changes the broker is not
+        an acceptable leader; a partition left without one is elected again when the
+        broker is unfenced (here: at the end of its registration), which is when its
+        last-known leadership can make it leader. Its last-known-leader slot is left as it
+        is (``maybeUpdateRecordElr`` keeps a one-member last-known ELR while there is no
+        leader)."""
+        self._unclean_restart = broker
+        try:
+            for key in sorted(self.store.partitions):
+                p = self.store.partitions[key]
+                if broker in p.elr or broker in p.isr:
+                    new_isr = tuple(b for b in p.isr if b != broker)
+                    self._change(p, new_isr, "unclean_shutdown",
+                                 leader_gone=(p.leader == broker), unclean_shutdown=(broker,))
+        finally:
+            self._unclean_restart = -1
 
     # -- partition changes (PartitionChangeBuilder) --------------------------------------------
     def _change(self, p: PartitionRecord, target_isr: tuple[int, ...], reason: str, *,
                 leader_gone: bool, unclean_shutdown: tuple[int, ...] = (),
                 assignment: Assignment | None = None) -> None:
-        old_isr, old_elr = p.isr, p.elr
+        old_isr, old_elr, old_leader = p.isr, p.elr, p.leader
         old_assignment = p.assignment
         target_isr, removed, completed = self._apply_assignment(
             p, assignment if assignment is not None else old_assignment, target_isr, reason)
@@ -694,22 +712,44 @@ class Controller(Machine):
             self._try_elect(p, reason)
         elif changed:
             self._publish(p)
+        if self.rules.elr:
+            self._update_last_known_leader(p, old_isr, old_leader)
 
     def _populate_elr(self, p: PartitionRecord, target_isr: tuple[int, ...],
                       unclean_shutdown: tuple[int, ...]) -> None:
+        """``PartitionChangeBuilder.maybePopulateTargetElr`` (4.1.0, unchanged since
+        3.7.0): under min ISR, the ELR is the old ISR and ELR less the target ISR and the
+        broker back from an unclean shutdown; at or above min ISR it is empty. Kafka does
+        not intersect it with the target replicas, so a replica a reassignment removes
+        (and whose log it deletes) can stay in it; the ELR-IN-REPLICAS fix does
+        (actors/eras.py FIXES; docs/findings/elr-keeps-removed-replica.md).
+
+        The last-known ELR that method also computes is written only when
+        ``useLastKnownLeaderInBalancedRecovery`` is off (``maybeUpdateRecordElr`` returns
+        before writing it otherwise), and no Kafka code turns it off: the field holds the
+        last leader instead (``_update_last_known_leader``)."""
         if len(target_isr) >= p.min_isr:
             p.elr = ()
-            p.last_known_elr = ()
             return
         candidates = (set(p.elr) | set(p.isr)) - set(target_isr) - set(unclean_shutdown)
-        known = candidates | set(p.last_known_elr) | set(unclean_shutdown)
         if self.rules.elr_within_replicas:
             # the ELR-IN-REPLICAS fix: a replica a reassignment removed (whose log is
-            # deleted) is never eligible; Kafka keeps it (see actors/eras.py FIXES)
+            # deleted) is never eligible; Kafka keeps it
             candidates &= set(p.replicas)
-            known &= set(p.replicas)
         p.elr = tuple(sorted(candidates))
-        p.last_known_elr = tuple(sorted(known - set(target_isr) - set(p.elr)))
+
+    def _update_last_known_leader(self, p: PartitionRecord, old_isr: tuple[int, ...],
+                                  old_leader: int) -> None:
+        """``PartitionChangeBuilder.maybeUpdateLastKnownLeader`` (4.1.0, the mode every
+        Kafka controller runs in): a change that empties the ISR records the leader before
+        it as the last-known ELR (unless it already is); a partition that has a leader
+        after the change has none. The election of a last-known leader reads the field as
+        it was before the change (``canElectLastKnownLeader``)."""
+        if old_isr and not p.isr:
+            if p.last_known_elr != (old_leader,):
+                p.last_known_elr = (old_leader,)
+        elif p.leader >= 0:
+            p.last_known_elr = ()
 
     def _try_elect(self, p: PartitionRecord, reason: str) -> None:
         """``electAnyLeader`` (``actors.election``): ISR, then ELR (ISR empty), then the last
@@ -761,6 +801,8 @@ class Controller(Machine):
 
     def _new_leader(self, p: PartitionRecord, leader: int, election: str) -> None:
         p.leader = leader
+        if self.rules.elr:
+            p.last_known_elr = ()   # maybeUpdateLastKnownLeader: it has a leader now
         p.leader_epoch += 1
         p.partition_epoch += 1
         if election != "unclean":

@@ -38,9 +38,10 @@ BUGS: Final = {
 #: Fixes isrlab proposes for defects it finds in the Kafka code it models, applied on top of
 #: an era with ``fixes = [...]``: the catalog shows the defect with and without them.
 FIXES: Final = {
-    "ELR-IN-REPLICAS": "keep the ELR and the last-known ELR within the replica list (KIP-966 "
-                       "as read up to Kafka's trunk of October 2024 keeps replicas a "
-                       "reassignment removed, and may elect one that was added back empty)",
+    "ELR-IN-REPLICAS": "keep the ELR within the target replica list "
+                       "(PartitionChangeBuilder.maybePopulateTargetElr, unchanged from 3.7.0 "
+                       "to 4.2.0-rc1, keeps a replica a cancelled reassignment removed; "
+                       "added back with an empty log, it can be elected cleanly)",
 }
 
 
@@ -89,7 +90,8 @@ class Rules:
                                     # adding replicas only
     elr_within_replicas: bool = False  # the ELR only holds replicas of the partition (the
                                     # ELR-IN-REPLICAS fix; Kafka's maybePopulateTargetElr
-                                    # does not filter by the target replicas)
+                                    # does not filter by the target replicas, 3.7.0 to
+                                    # 4.2.0-rc1: docs/findings/elr-keeps-removed-replica.md)
     reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
                                     # cancel an ongoing reassignment; before, a started
                                     # reassignment could only run to its end

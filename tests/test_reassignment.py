@@ -355,27 +355,33 @@ def test_a_throttled_reassignment_keeps_its_new_replicas_in_the_osr_until_verify
 
 
 def test_kip966_keeps_a_replica_a_cancelled_move_removed_in_the_elr_and_elects_it() -> None:
-    """The controller alone, step by step (the minimal form of elr-keeps-removed-replica, as
-    Kafka's PartitionChangeBuilder reads up to trunk of October 2024): [1,2] (min ISR 2, 2
-    fenced: ISR [1]) -> [3,4]; 3 joins (ISR [1,3]); cancel -> [1,2] with ISR [1], and 3 — no
-    longer a replica — in the ELR. A move back to [1,3] adds 3 (its log deleted, so empty);
-    when 1 is fenced the ISR empties and the ELR election picks 3. With ELR-IN-REPLICAS the
-    ELR never holds 3 and the partition waits for 1."""
+    """The controller alone, step by step (the minimal form of elr-keeps-removed-replica;
+    Kafka's PartitionChangeBuilder.maybePopulateTargetElr is the same from 3.7.0 to
+    4.2.0-rc1): [1,2] (min ISR 2, unclean elections off, 2 fenced: ISR [1]) -> [3,4]; 3
+    joins (ISR [1,3]); cancel -> [1,2] with ISR [1], and 3 — no longer a replica — in the
+    ELR. A move back to [1,3] adds 3 (its log deleted, so empty) and the ELR still holds
+    it; when 1 is fenced the ISR empties and 3 is elected from the ELR: a clean election
+    (not recovering), so unclean.leader.election.enable=false does not stop it. With
+    ELR-IN-REPLICAS (the ELR intersected with the target replicas) the ELR never holds 3
+    and the partition waits for 1, its last-known leader."""
     from actors.eras import rules_for
 
-    def play(fixes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
+    def play(fixes: tuple[str, ...]) -> tuple[object, ...]:
         ctx = Ctx((1, 2, 3, 4), [(1, 2)], min_isr=2)
         ctx.c.rules = rules_for("4.1", (), fixes)
+        assert not ctx.p().unclean
         ctx.fence(2)
         assert ctx.p().isr == (1,)
         assert _reassign(ctx, (0, (3, 4))) == {0: NONE}
         ctx.alter(1, (1, 3))
         assert _reassign(ctx, (0, ())) == {0: NONE}
-        elr_after_cancel = ctx.p().elr
-        assert ctx.p().replicas == (1, 2)
+        p = ctx.p()
+        after_cancel = (p.replicas, p.isr, p.elr)
         assert _reassign(ctx, (0, (1, 3))) == {0: NONE}
+        readded = (p.replicas, p.elr)
         ctx.fence(1)
-        return elr_after_cancel, ctx.p().leader
+        return after_cancel, readded, (p.leader, p.isr, p.recovering, p.last_known_elr)
 
-    assert play(()) == ((3,), 3)
-    assert play(("ELR-IN-REPLICAS",)) == ((), -1)
+    assert play(()) == (((1, 2), (1,), (3,)), ((1, 3, 2), (3,)), (3, (3,), False, ()))
+    assert play(("ELR-IN-REPLICAS",)) == (((1, 2), (1,), ()), ((1, 3, 2), ()),
+                                          (-1, (), False, (1,)))

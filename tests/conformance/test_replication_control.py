@@ -256,22 +256,95 @@ def test_an_expansion_back_to_min_isr_clears_the_elr_and_the_last_known_elr() ->
 
 @kafka("3.7.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_IsrAddNewMemberNotInELR")
 def test_a_new_isr_member_from_outside_the_elr_leaves_the_elr_as_it_is() -> None:
-    """ISR (1), ELR (3), last-known ELR (2): 4 joins, ISR (1, 4) still under min ISR 3, and
-    the ELR and last-known ELR stay (3) and (2)."""
-    ctx = _elr_ctx((1,), (3,), (2,))
+    """ISR (1), ELR (3): 4 joins, ISR (1, 4) still under min ISR 3, and the ELR stays (3).
+    (Kafka's test also keeps a last-known ELR (2), but it runs the builder with
+    ``useLastKnownLeaderInBalancedRecovery`` off, which no Kafka controller does; in the
+    mode they run, a partition with a leader has no last-known ELR.)"""
+    ctx = _elr_ctx((1,), (3,))
     _consistent(ctx, ctx.alter(1, (1, 4)))
-    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1, 4), (3,), (2,))
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1, 4), (3,), ())
 
 
 @kafka("3.7.0", "PartitionChangeBuilderTest",
        "testEligibleLeaderReplicas_RemoveUncleanShutdownReplicasFromElr")
-def test_a_replica_back_from_an_unclean_shutdown_leaves_the_elr_for_the_last_known() -> None:
+def test_a_replica_back_from_an_unclean_shutdown_leaves_the_elr() -> None:
     """ISR (1), ELR (2, 3): broker 3 registers again after an unclean shutdown (KAFKA-15586):
-    it leaves the ELR, which becomes (2), and is kept as last-known ELR (3)."""
+    it leaves the ELR, which becomes (2). The last-known ELR stays empty: Kafka's test
+    expects (3) there only because it turns ``useLastKnownLeaderInBalancedRecovery`` off
+    (see the 4.1.0 tests below for the mode Kafka's controller runs in)."""
     ctx = _elr_ctx((1,), (2, 3))
     ctx.c.handle(BrokerRegistration(3, 2, False), ("broker-3", "broker"))
     ctx.c.drain()
-    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1,), (2,), (3,))
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1,), (2,), ())
+
+
+# --- the last-known leader (KIP-966 as Kafka 4.1.0's controller runs it) ----------------
+#
+# ``PartitionChangeBuilder.useLastKnownLeaderInBalancedRecovery`` is true unless a caller
+# turns it off, and no caller in Kafka's main code does (4.1.0): the last-known ELR then
+# holds one broker, the leader the partition had when a change emptied its ISR
+# (``maybeUpdateLastKnownLeader``); it is emptied when the partition has a leader again.
+
+def _restart_unclean(ctx: Ctx, broker: int) -> None:
+    """``broker`` registers a new incarnation after an unclean shutdown (in Kafka's test
+    context: ``handleBrokersShutdown(false, broker)``)."""
+    rec = ctx.c.store.brokers[broker]
+    ctx.c.handle(BrokerRegistration(broker, rec.incarnation + 1, False),
+                 (f"broker-{broker}", "broker"))
+    ctx.c.drain()
+
+
+@kafka("4.1.0", "ReplicationControlManagerTest", "testEligibleLeaderReplicas_ShrinkToEmptyIsr")
+def test_the_change_that_empties_the_isr_records_its_leader_as_last_known() -> None:
+    """Min ISR 3, replicas (0, 1, 2), leader 0: fencing 1 and 2 leaves ISR (0), ELR (1, 2),
+    no last-known ELR. Then 0 goes (Kafka's test: a clean shutdown, which removes it as a
+    fencing does): ISR empty, ELR (0, 1, 2), last-known ELR (0) — the leader, not the
+    members that left before it."""
+    ctx = Ctx((0, 1, 2), [(0, 1, 2)], min_isr=3)
+    ctx.fence(1, 2)
+    assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((0,), (1, 2), ())
+    ctx.fence(0, 1, 2)
+    p = ctx.p()
+    assert (p.isr, p.elr, p.last_known_elr, p.leader) == ((), (0, 1, 2), (0,), -1)
+
+
+@kafka("4.1.0", "ReplicationControlManagerTest", "testEligibleLeaderReplicas_UncleanShutdown")
+def test_an_unclean_shutdown_of_the_last_isr_member_makes_it_the_last_known_leader() -> None:
+    """Min ISR 3, replicas (0, 1, 2, 3): fencing 1, 2, 3 leaves ISR (0), ELR (2, 3). 3 back
+    from an unclean shutdown leaves the ELR, (2), and is not recorded anywhere; 0, the last
+    ISR member and leader, back from an unclean shutdown: ELR (2), last-known ELR (0)."""
+    ctx = Ctx((0, 1, 2, 3), [(0, 1, 2, 3)], min_isr=3)
+    ctx.fence(1, 2, 3)
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((2, 3), ())
+    _restart_unclean(ctx, 3)
+    assert (ctx.p().elr, ctx.p().last_known_elr) == ((2,), ())
+    _restart_unclean(ctx, 0)
+    p = ctx.p()
+    assert (p.isr, p.elr, p.last_known_elr, p.leader) == ((), (2,), (0,), -1)
+
+
+@kafka("4.1.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_IsrCanShrinkToZero")
+@kafka("4.1.0", "PartitionChangeBuilderTest", "testEligibleLeaderReplicas_ElectLastKnownLeader")
+def test_the_last_leader_is_elected_when_it_returns_to_an_empty_isr_and_elr() -> None:
+    """Min ISR 2, replicas (1, 2), leader 1: 2 then 1 fenced: ISR empty, ELR (1, 2),
+    last-known ELR (1). 2 back from an unclean shutdown leaves the ELR and the last-known
+    ELR stays (1) (Kafka's IsrCanShrinkToZero: an unclean shutdown does not touch it). 1
+    back from an unclean shutdown empties the ELR; once it is unfenced the last-known
+    leader is elected — an unclean election (ISR (1), recovering), whatever
+    ``unclean.leader.election.enable`` says — and the field is emptied (ElectLastKnownLeader).
+    A last-known ELR of every member that left (isrlab's model before issue 53) held (1, 2)
+    here and elected nobody."""
+    ctx = Ctx((1, 2), [(1, 2)], min_isr=2)
+    ctx.fence(2)
+    ctx.fence(1, 2)
+    p = ctx.p()
+    assert (p.isr, p.elr, p.last_known_elr, p.leader) == ((), (1, 2), (1,), -1)
+    _restart_unclean(ctx, 2)
+    assert (p.isr, p.elr, p.last_known_elr, p.leader) == ((), (1,), (1,), -1)
+    _restart_unclean(ctx, 1)
+    assert not p.unclean
+    assert (p.isr, p.elr, p.last_known_elr, p.leader, p.recovering) == (
+        (1,), (), (), 1, True)
 
 
 def _elect_preferred(ctx: Ctx, partitions: tuple[tuple[str, int], ...]) -> dict[str, str]:
