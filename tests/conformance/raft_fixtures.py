@@ -18,7 +18,7 @@ class MockableRandom(random.Random):
     def mock_next_int(self, value: int, bound: int | None = None) -> None:
         self._value, self._bound = value, bound
 
-    def randrange(self, start: int, stop: int | None = None,  # type: ignore[override]
+    def randrange(self, start: int, stop: int | None = None,
                   step: int = 1) -> int:
         if stop is None and self._value is not None and self._bound in (None, start):
             return self._value

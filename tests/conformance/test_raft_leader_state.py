@@ -35,6 +35,7 @@ def leader(voters: set[int], epoch_start_offset: int, now_ms: int = 0,
 
 @kafka("3.7.0", LST, "testFollowerAcknowledgement")
 def test_begin_quorum_epoch_goes_to_voters_until_each_acknowledges() -> None:
+    """Voters 1 and 2 have not acknowledged; after 1 then 2 do, none is left."""
     s = leader({LOCAL, 1, 2}, 0)
     assert s.non_acknowledging_voters() == {1, 2}
     s.add_acknowledgement_from(1)
@@ -45,6 +46,7 @@ def test_begin_quorum_epoch_goes_to_voters_until_each_acknowledges() -> None:
 
 @kafka("3.7.0", LST, "testNonFollowerAcknowledgement")
 def test_an_acknowledgement_from_a_non_voter_is_refused() -> None:
+    """A lone leader: an acknowledgement from node 1 (not a voter) raises."""
     s = leader({LOCAL}, 0)
     with pytest.raises(IllegalArgumentError):
         s.add_acknowledgement_from(1)
@@ -188,6 +190,7 @@ def test_an_observer_is_tracked_for_catching_up_but_never_counts() -> None:
 
 @kafka("3.7.0", LST, "testNoOpForNegativeRemoteNodeId")
 def test_a_fetch_from_a_non_replica_is_ignored() -> None:
+    """A Fetch with replica id -1 (a consumer) moves nothing and tracks no observer."""
     s = leader({LOCAL}, 10)
     assert not s.update_replica_state(-1, 0, 10)
     assert s.observer_states == {}
@@ -195,6 +198,7 @@ def test_a_fetch_from_a_non_replica_is_ignored() -> None:
 
 @kafka("3.7.0", LST, "testGrantVote")
 def test_a_leader_grants_no_vote_in_its_epoch() -> None:
+    """Leader of 5 among voters 1, 2, 3: no vote to any of them, up to date or not."""
     s = LeaderState(1, EPOCH, 1, frozenset({1, 2, 3}), frozenset({1, 2, 3}),
                     CHECK_QUORUM_TIMEOUT_MS, Deadline.after(0, CHECK_QUORUM_TIMEOUT_MS))
     for candidate in (1, 2, 3):
@@ -227,15 +231,9 @@ def test_the_leader_must_hear_from_a_majority_of_voters_within_the_check_quorum_
 
 @kafka("3.7.0", LST, "testCheckQuorumWithOneVoter")
 def test_a_lone_voter_never_fails_check_quorum() -> None:
+    """A one-voter leader: the check-quorum timer never runs, even after an observer fetches."""
     s = leader({LOCAL}, 0)
     assert s.time_until_check_quorum_expires(0) == FOREVER
     assert s.time_until_check_quorum_expires(CHECK_QUORUM_TIMEOUT_MS) == FOREVER
     s.update_check_quorum_for_following_voter(1, CHECK_QUORUM_TIMEOUT_MS)
     assert s.time_until_check_quorum_expires(CHECK_QUORUM_TIMEOUT_MS) == FOREVER
-
-
-def test_with_kafka_15489_the_leader_never_fails_check_quorum() -> None:
-    """The bug flag (3.6 and before: no check-quorum timer in ``LeaderState``): three voters,
-    nobody fetches for ever, the leader never has to resign."""
-    s = leader({LOCAL, 1, 2}, 0, check_quorum=False)
-    assert s.time_until_check_quorum_expires(10 * CHECK_QUORUM_TIMEOUT_MS) == FOREVER

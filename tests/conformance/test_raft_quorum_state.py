@@ -220,6 +220,7 @@ def test_a_candidate_backs_off_then_stands_again_in_the_next_epoch() -> None:
 
 @kafka("3.7.0", QST, "testCandidateToResigned")
 def test_a_candidate_cannot_resign() -> None:
+    """A candidate in 1: resigned raises and it stays a candidate."""
     node = empty({LOCAL, 1, 2})
     node.q.transition_to_candidate(T0)
     with pytest.raises(IllegalStateError):
@@ -229,6 +230,8 @@ def test_a_candidate_cannot_resign() -> None:
 
 @kafka("3.7.0", QST, "testCandidateToLeader")
 def test_a_lone_candidate_becomes_leader_with_no_high_watermark_yet() -> None:
+    """A lone candidate of 1 becomes leader of 1 with no HW (none until it commits a record of
+    epoch 1)."""
     node = empty({LOCAL})
     node.q.transition_to_candidate(T0)
     node.q.transition_to_leader(0, T0)
@@ -315,6 +318,7 @@ def test_no_state_moves_to_a_lower_epoch(state: str) -> None:
 @kafka("3.7.0", QST, "testLeaderToLeader")
 @kafka("3.7.0", QST, "testLeaderToCandidate")
 def test_a_leader_can_neither_be_elected_again_nor_stand_for_election() -> None:
+    """Leader of 1: becoming leader again or a candidate raises; still leader of 1."""
     node = empty({LOCAL})
     node.q.transition_to_candidate(T0)
     node.q.transition_to_leader(0, T0)
@@ -367,6 +371,7 @@ def test_a_leader_yields_to_a_higher_epoch() -> None:
 
 @kafka("3.7.0", QST, "testCannotFollowOrVoteForSelf")
 def test_a_node_never_follows_or_votes_for_itself() -> None:
+    """Following itself or voting for itself in 0 raises."""
     node = empty({LOCAL})
     with pytest.raises(IllegalStateError):
         node.q.transition_to_follower(0, LOCAL, T0)
@@ -379,6 +384,7 @@ def test_a_node_never_follows_or_votes_for_itself() -> None:
 @kafka("3.7.0", QST, "testFollowerToLeaderOrResigned")
 @pytest.mark.parametrize("state", ["unattached", "voted", "follower"])
 def test_only_a_candidate_becomes_leader_and_only_a_leader_resigns(state: str) -> None:
+    """Unattached, voted or follower: leader and resigned both raise."""
     node = empty({LOCAL, 1, 2})
     if state == "voted":
         node.q.transition_to_voted(5, 1, T0)
@@ -464,6 +470,7 @@ def test_learning_the_leader_of_the_current_epoch_makes_a_follower() -> None:
 @kafka("3.7.0", QST, "testVotedToUnattachedSameEpoch")
 @kafka("3.7.0", QST, "testFollowerToUnattachedSameEpoch")
 def test_unattached_needs_a_higher_epoch() -> None:
+    """Voted in 5 or follower in 8: unattached in the same epoch raises."""
     node = empty({LOCAL, 1, 2})
     node.q.transition_to_voted(5, 1, T0)
     with pytest.raises(IllegalStateError):
@@ -493,6 +500,8 @@ def test_a_follower_changes_leader_only_in_a_higher_epoch() -> None:
 
 @kafka("3.7.0", QST, "testFollowerToCandidate")
 def test_a_follower_stands_in_the_next_epoch_with_a_fresh_timer() -> None:
+    """Follower in 8 becomes a candidate in 9 with timeout + jitter (2500) on its election
+    timer."""
     node = empty({LOCAL, 1, 2})
     node.q.transition_to_follower(8, 2, T0)
     node.random.mock_next_int(2500, ELECTION_TIMEOUT_MS)
@@ -504,6 +513,7 @@ def test_a_follower_stands_in_the_next_epoch_with_a_fresh_timer() -> None:
 
 @kafka("3.7.0", QST, "testCannotBecomeFollowerOfNonVoter")
 def test_only_voters_can_be_voted_for_or_followed() -> None:
+    """Voters {0, 1}: voting for or following node 2 raises."""
     node = empty({LOCAL, 1})
     with pytest.raises(IllegalStateError):
         node.q.transition_to_voted(4, 2, T0)
@@ -515,6 +525,7 @@ def test_only_voters_can_be_voted_for_or_followed() -> None:
 
 @kafka("3.7.0", QST, "testObserverCannotBecomeCandidateOrLeaderOrVoted")
 def test_an_observer_never_stands_leads_or_votes() -> None:
+    """An observer (voters {1}): candidate, leader and voted all raise."""
     node = empty({1})
     assert node.q.is_observer()
     with pytest.raises(IllegalStateError):
@@ -538,6 +549,8 @@ def test_an_unattached_observer_waits_for_a_leader_forever() -> None:
 
 @kafka("3.7.0", QST, "testHasRemoteLeader")
 def test_only_a_follower_has_a_remote_leader() -> None:
+    """Unattached, candidate, leader, unattached, voted: no remote leader; follower of 1: a
+    remote leader."""
     node = empty({LOCAL, 1})
     q = node.q
     assert not q.has_remote_leader()
@@ -640,6 +653,7 @@ def follower() -> FollowerState:
 
 @kafka("3.7.0", "FollowerStateTest", "testFetchTimeoutExpiration")
 def test_the_fetch_timer_expires_after_quorum_fetch_timeout_ms() -> None:
+    """Fetch timeout 15000: 15000 left at 0, 10000 at 5000, expired (0 left) at 15000."""
     f = follower()
     assert not f.has_fetch_timeout_expired(0) and f.remaining_fetch_time_ms(0) == 15000
     assert not f.has_fetch_timeout_expired(5000) and f.remaining_fetch_time_ms(5000) == 10000
@@ -648,6 +662,7 @@ def test_the_fetch_timer_expires_after_quorum_fetch_timeout_ms() -> None:
 
 @kafka("3.7.0", "FollowerStateTest", "testMonotonicHighWatermark")
 def test_a_followers_high_watermark_never_goes_back_or_becomes_unknown() -> None:
+    """HW 15: unknown or 14 raise; 15 again is no change; the HW stays 15."""
     f = follower()
     assert f.update_high_watermark(15)
     with pytest.raises(IllegalArgumentError):
