@@ -55,6 +55,11 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "EpochDrivenReplicationProtocolAcceptanceTest":
         "core/src/test/scala/unit/kafka/server/epoch/"
         "EpochDrivenReplicationProtocolAcceptanceTest.scala",
+    "QuorumStateTest": "raft/src/test/java/org/apache/kafka/raft/QuorumStateTest.java",
+    "CandidateStateTest": "raft/src/test/java/org/apache/kafka/raft/CandidateStateTest.java",
+    "FollowerStateTest": "raft/src/test/java/org/apache/kafka/raft/FollowerStateTest.java",
+    "LeaderStateTest": "raft/src/test/java/org/apache/kafka/raft/LeaderStateTest.java",
+    "KafkaRaftClientTest": "raft/src/test/java/org/apache/kafka/raft/KafkaRaftClientTest.java",
 }
 
 
