@@ -103,6 +103,25 @@ class Rules:
                                     # partitionsWithoutEpochs → truncateToHighWatermark);
                                     # 0.11-2.0 send epoch -1 and truncate to the HW on the
                                     # leader's undefined answer
+    fetch_below_start_is_out_of_range: bool = True  # KAFKA-12996 (3.0.0, backported to
+                                    # 2.8.1): with truncate-on-fetch, a follower fetch below
+                                    # the leader's log start offset is OFFSET_OUT_OF_RANGE
+                                    # even when its lastFetchedEpoch diverges (3.7.0/4.1.0
+                                    # Partition.readRecords checks the log start offset
+                                    # before the divergence); 2.8.0 answers the diverging
+                                    # epoch (its readRecords reaches UnifiedLog.read's range
+                                    # check only when nothing diverges)
+    unknown_follower_fetch_is_error: bool = True  # KAFKA-13837 (3.3.0): a fetch from a
+                                    # broker outside the replica set is refused before the
+                                    # read (3.7.0/4.1.0 Partition.followerReplicaOrThrow:
+                                    # UNKNOWN_LEADER_EPOCH when it names a current leader
+                                    # epoch, else NOT_LEADER_OR_FOLLOWER); 2.0-3.2 read it and
+                                    # answer without records and without recording its
+                                    # position (ReplicaManager.updateFollowerLogReadResults /
+                                    # updateFollowerFetchState: withEmptyFetchInfo). 0.10 and
+                                    # 0.11 fail the request (Partition.updateReplicaLogReadResult
+                                    # throws NotAssignedReplicaException): isrlab answers
+                                    # NOT_LEADER_OR_FOLLOWER there
 
 
 _BASE = Rules(
@@ -120,11 +139,14 @@ _ERA_RULES: Final = {
     "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False,
                    reassignment_completes_on_targets=False),
     "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
+                   fetch_below_start_is_out_of_range=False,
+                   unknown_follower_fetch_is_error=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
                    alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True,
                    zk_controller=True),
     "2.1": replace(_BASE, era="2.1", reassignment_cancel=False, alter_partition_errors="zk",
+                   unknown_follower_fetch_is_error=False,
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    fence_on_reregistration=False, elr=False,
                    unclean_shutdown_detection=False,
@@ -132,6 +154,7 @@ _ERA_RULES: Final = {
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
     "2.0": replace(_BASE, era="2.0", reassignment_cancel=False, alter_partition_errors="zk",
+                   unknown_follower_fetch_is_error=False,
                    epochless_truncation_is_local=False,
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    epoch_cache_kafka7415=False,

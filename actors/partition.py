@@ -382,36 +382,41 @@ class Partition(LocalReplica):
         """The leader's side of one partition of a follower's fetch (``Partition.fetchRecords``
         with ``updateFollowerFetchState``): the answer, and whether it is ready — False
         when there is nothing to read yet (no records, no error, no diverging epoch), so
-        that the request may be parked (``DelayedFetch``)."""
+        that the request may be parked (``DelayedFetch``).
+
+        The order (3.7.0 and 4.1.0 ``Partition.fetchRecords``): the request's leader epoch
+        and this broker's role (``localLogWithEpochOrThrow``), then whether the fetching
+        broker is a replica at all (``followerReplicaOrThrow``, 3.3+), then
+        ``readRecords`` (:meth:`_read_checks`), and the follower's position is recorded
+        last. 2.0.0-2.8.0 ``ReplicaManager.fetchMessages`` read first and look the
+        follower up afterwards (``updateFollowerLogReadResults`` /
+        ``updateFollowerFetchState``)."""
         err = self._check_epoch(req.current_leader_epoch)
         if err != NONE:
             return self._fetch_error(req, err), True
-        if req.replica not in self.followers:
-            return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
-        # truncate-on-fetch: the diverging-epoch check (KAFKA-10554, 2.8+)
-        if self.rules.truncation == "fetch" and req.last_fetched_epoch >= 0:
-            epoch, end = self.log.epochs.end_offset_for(req.last_fetched_epoch, self.leo)
-            if epoch == UNDEFINED or end == UNDEFINED:
-                # Partition.readRecords (2.8.0): "Could not determine the end offset of the
-                # last fetched epoch" is OFFSET_OUT_OF_RANGE, never a diverging (-1, -1)
-                return self._fetch_error(req, OFFSET_OUT_OF_RANGE), True
-            if epoch < req.last_fetched_epoch or end < req.fetch_offset:
-                if not self.rules.skip_diverging_fetch_state:
-                    try:
-                        self._update_follower_fetch_state(req)   # KAFKA-13141
-                    except StaleFetch:
-                        return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
-                return FetchResponse(
-                    self.topic, self.partition, NONE, self.hw, self.leo,
-                    self.log.log_start_offset, (), epoch, end, self.leader_epoch,
-                    req.correlation), True
-        if req.fetch_offset > self.leo or req.fetch_offset < self.log.log_start_offset:
-            return self._fetch_error(req, OFFSET_OUT_OF_RANGE), True
+        known = req.replica in self.followers
+        if not known and self.rules.unknown_follower_fetch_is_error:
+            return self._fetch_error(req, self._unknown_follower_error(req)), True
+        early = self._read_checks(req)
+        if early is not None:
+            if known and early.error == NONE and not self.rules.skip_diverging_fetch_state:
+                try:
+                    self._update_follower_fetch_state(req)   # KAFKA-13141
+                except StaleFetch:
+                    return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
+            return early, True
+        if not known:
+            # 2.0.0-2.8.0: "Empty records will be returned for this partition"
+            # (LogReadResult.withEmptyFetchInfo), no error and no position recorded. The
+            # request is parked with an unknown fetch offset, which DelayedFetch.tryComplete
+            # skips: only the max wait completes it (then onComplete reads again, records
+            # and all: follower_answer)
+            return self._read_answer(req, with_records=False), False
         try:
             self._update_follower_fetch_state(req)
         except StaleFetch:
             return self._fetch_error(req, NOT_LEADER_OR_FOLLOWER), True
-        return self.follower_answer(req), req.fetch_offset < self.leo
+        return self._read_answer(req), req.fetch_offset < self.leo
 
     def _update_follower_fetch_state(self, req: Fetch) -> None:
         """``Replica.updateFetchStateOrThrow`` then HW and ISR expansion (docs/eras.md 1.3, 1.5)."""
@@ -427,15 +432,73 @@ class Partition(LocalReplica):
         if self.delayed_deletes:
             self._complete_deletes()
 
+    def _unknown_follower_error(self, req: Fetch) -> str:
+        """3.3+ (KAFKA-13837; 3.7.0 and 4.1.0 ``Partition.followerReplicaOrThrow``): a fetch
+        from a broker outside the replica set is refused. With a current leader epoch (it
+        matched ours) the pair (replica, epoch) is not known yet — a replica a reassignment
+        is adding may fetch before this leader learns of it — so UNKNOWN_LEADER_EPOCH; an
+        older request without one gets NOT_LEADER_OR_FOLLOWER. Either way the follower backs
+        off and retries."""
+        return UNKNOWN_LEADER_EPOCH if req.current_leader_epoch >= 0 else NOT_LEADER_OR_FOLLOWER
+
+    def is_unknown_follower_wait(self, req: Fetch) -> bool:
+        """Whether a parked follower fetch is one 2.0.0-2.8.0 parked with an unknown fetch
+        offset (a broker outside the replica set): ``DelayedFetch.tryComplete`` skips such a
+        partition, so only the max wait completes it."""
+        return (req.replica >= 0 and not self.rules.unknown_follower_fetch_is_error
+                and req.replica not in self.followers)
+
+    def _read_checks(self, req: Fetch) -> FetchResponse | None:
+        """``Partition.readRecords`` up to the read: the answer when the fetch diverges or is
+        out of range, else None.
+
+        With truncate-on-fetch (2.8+) and a lastFetchedEpoch: the end of that epoch on this
+        leader; an epoch it cannot place is OFFSET_OUT_OF_RANGE ("Could not determine the
+        end offset of the last fetched epoch"); 3.0+ (KAFKA-12996, 3.7.0/4.1.0
+        ``readRecords``) then refuses an offset below the log start offset, diverging or not;
+        an epoch that ends earlier here than the follower's offset, or that this leader
+        never had, is the diverging epoch (2.8.0 answers it even below the log start
+        offset). Last the log's own range check (2.8.0 ``Log.read``; 3.7.0 and 4.1.0
+        ``UnifiedLog.read``/``checkLogStartOffset`` and ``LocalLog.read``): below the log
+        start offset or past the LEO is OFFSET_OUT_OF_RANGE. A fetch past the LEO that
+        names the current epoch never gets there: that epoch ends at the LEO, so it
+        diverges."""
+        start = self.log.log_start_offset
+        if self.rules.truncation == "fetch" and req.last_fetched_epoch >= 0:
+            epoch, end = self.log.epochs.end_offset_for(req.last_fetched_epoch, self.leo)
+            if epoch == UNDEFINED or end == UNDEFINED:
+                return self._fetch_error(req, OFFSET_OUT_OF_RANGE)
+            if self.rules.fetch_below_start_is_out_of_range and req.fetch_offset < start:
+                return self._fetch_error(req, OFFSET_OUT_OF_RANGE)
+            if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+                return FetchResponse(
+                    self.topic, self.partition, NONE, self.hw, self.leo, start, (), epoch,
+                    end, self.leader_epoch, req.correlation)
+        if req.fetch_offset > self.leo or req.fetch_offset < start:
+            return self._fetch_error(req, OFFSET_OUT_OF_RANGE)
+        return None
+
     def follower_answer(self, req: Fetch) -> FetchResponse:
         """What a follower's fetch reads now, without touching its fetch state (a parked
-        fetch completing: ``DelayedFetch.onComplete``); an error if this replica is no
-        longer the leader of the epoch the fetch named."""
+        fetch completing: ``DelayedFetch.onComplete`` reads again through the same checks —
+        the leader epoch, 3.3+ the replica set, the divergence and the range — with
+        ``updateFetchState`` off)."""
         err = self._check_epoch(req.current_leader_epoch)
         if err != NONE:
             return self._fetch_error(req, err)
-        recs = self.log.read(req.fetch_offset, self.leo,
-                             min(req.max_records, self.cfg.replica_fetch_max_records))
+        if req.replica not in self.followers and self.rules.unknown_follower_fetch_is_error:
+            return self._fetch_error(req, self._unknown_follower_error(req))
+        early = self._read_checks(req)
+        if early is not None:
+            return early
+        return self._read_answer(req)
+
+    def _read_answer(self, req: Fetch, *, with_records: bool = True) -> FetchResponse:
+        """The records from the fetch offset up to the LEO (``UnifiedLog.read`` with
+        ``FetchLogEnd``), with the leader's offsets as they are now."""
+        recs = (self.log.read(req.fetch_offset, self.leo,
+                              min(req.max_records, self.cfg.replica_fetch_max_records))
+                if with_records else ())
         return FetchResponse(self.topic, self.partition, NONE, self.hw, self.leo,
                              self.log.log_start_offset, recs, -1, -1,
                              self.leader_epoch, req.correlation, self._damage_in(recs))
@@ -505,7 +568,8 @@ class Partition(LocalReplica):
         keep = []
         for p in self.parked:
             ready = (self.hw > p.req.fetch_offset if p.req.replica < 0
-                     else self.leo > p.req.fetch_offset)
+                     else self.leo > p.req.fetch_offset
+                     and not self.is_unknown_follower_wait(p.req))
             if ready:
                 self.cancel_timer(p.handle)
                 if p.req.replica < 0:

@@ -233,6 +233,8 @@ class ReplicaManager(Machine):
         size = 0
         for f in d.parts:
             r = self.replicas.get((f.topic, f.partition))
+            if r is not None and r.role == "leader" and r.is_unknown_follower_wait(f):
+                continue   # 2.0-2.8: parked with an unknown fetch offset, never looked at
             if r is None or r.role != "leader" or (
                     f.current_leader_epoch >= 0 and f.current_leader_epoch != r.leader_epoch):
                 return True

@@ -23,6 +23,7 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "LeaderEpochFileCacheTest":
         "core/src/test/scala/unit/kafka/server/epoch/LeaderEpochFileCacheTest.scala",
     "ReplicaTest": "core/src/test/scala/unit/kafka/cluster/ReplicaTest.scala",
+    "ReplicaManagerTest": "core/src/test/scala/unit/kafka/server/ReplicaManagerTest.scala",
     "PartitionTest": "core/src/test/scala/unit/kafka/cluster/PartitionTest.scala",
     "UnifiedLogTest": "core/src/test/scala/unit/kafka/log/UnifiedLogTest.scala",
     "LogTest": "core/src/test/scala/unit/kafka/log/LogTest.scala",
