@@ -252,7 +252,7 @@ class Partition(LocalReplica):
                 out.append(b)
             elif (self.cfg.replica_lag_max_messages > 0
                   and leo - st.log_end_offset > self.cfg.replica_lag_max_messages):
-                out.append(b)   # the pre-0.9 message-count rule (seed 001)
+                out.append(b)   # the pre-0.9 message-count rule (replica.lag.max.messages)
         return tuple(out)
 
     def _maybe_expand_isr(self, broker: int, fetch_broker_epoch: int) -> None:
