@@ -272,6 +272,17 @@ class PartitionFetchState(LocalReplica):
         if r.diverging_epoch >= 0:
             if not self.rules.truncate_before_hw:   # KAFKA-14704: HW applied first
                 self._follower_apply_hw(r.high_watermark)
+                if r.log_start_offset > self.hw:
+                    # 2.8.0 processFetchRequest hands the answer to processPartitionData
+                    # before it looks at the diverging epoch; ReplicaFetcherThread there
+                    # sets the HW, then Log.maybeIncrementLogStartOffset(the leader's log
+                    # start offset) throws OffsetOutOfRangeException when that is above
+                    # the follower's HW, and the "unexpected error" handler marks the
+                    # partition failed: no truncation, no retry until a new leader epoch.
+                    # A 2.8 leader answers a diverging fetch below its log start offset
+                    # this way (no KAFKA-12996 yet: Partition.readRecords).
+                    self._fenced()
+                    return
             self._truncate_to_epoch_end(r.diverging_epoch, r.diverging_end_offset)
             # truncateOnFetchResponse → updateFetchOffsetAndMaybeMarkTruncationComplete:
             # fetching, lastFetchedEpoch = latestEpoch(tp)
