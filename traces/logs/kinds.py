@@ -7,13 +7,16 @@ events of ``traces.schema``. Events carry only what the line says: a field the l
 give is absent, never zero.
 
 The message's own prefix (the ``logIdent`` of the class that logged it) names the broker and
-the partition where it can: ``[Partition t-0 broker=1]`` (``Partition``, 1.1+), ``Partition
-[t,0] on broker 1:`` (0.10–1.0), ``[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]``
-(2.x fetcher threads), ``[Controller id=1 epoch=12]`` / ``[Controller 3]:`` (ZooKeeper
-controller), ``[Controller 0]`` / ``[QuorumController id=0]`` (KRaft), ``[Log partition=t-0,
-dir=...]`` / ``[UnifiedLog partition=...]`` / ``[LocalLog partition=...]`` (the log: no broker
-id — the importer's ``--broker`` or the file's context supply it), ``[Broker id=1]``
-(``ReplicaManager``'s state-change lines).
+the partition where it can: ``[Partition t-0 broker=1]`` (``Partition``, 1.0+), ``Partition
+[t,0] on broker 1:`` (0.10, 0.11), ``[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]``
+(fetcher threads from 1.0; ``[ReplicaFetcherThread-0-1],`` before), ``[Controller id=1
+epoch=12]`` / ``[Controller 3]:`` (ZooKeeper controller), ``[Controller 0]`` /
+``[QuorumController id=0]`` (KRaft), ``[Log partition=t-0, dir=...]`` / ``[UnifiedLog
+partition=...]`` / ``[LocalLog partition=...]`` / ``[LogLoader partition=...]`` (the log: no
+broker id — the importer's ``--broker`` or the file's context supply it; 0.10's ``Log`` has
+no prefix and names its log, ``t-0``, in the message), ``[Broker id=1]`` (``ReplicaManager``'s
+and 2.8+ ``Partition``'s state-change lines), ``[GroupCoordinator id=1]`` (the coordinator
+runtime, 3.7+). Which release logs which wording of each kind: docs/import.md.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ _PREFIXES: Final = (
     (re.compile(r"^\[ReplicaFetcher replicaId=(?P<b>\d+), leaderId=(?P<l>\d+), "
                 r"fetcherId=\d+\]\s*"), "fetcher"),
     (re.compile(r"^\[ReplicaFetcherThread-\d+-(?P<l>\d+)\],?\s*"), "fetcher"),
-    (re.compile(r"^\[(?:Log|UnifiedLog|LocalLog) partition=(?P<tp>[^,\]]+), dir=[^\]]*\]\s*"),
-     "tp"),
+    (re.compile(r"^\[(?:Log|UnifiedLog|LocalLog|LogLoader) partition=(?P<tp>[^,\]]+), "
+                r"dir=[^\]]*\]\s*"), "tp"),
     (re.compile(r"^\[Controller id=(?P<b>\d+)(?: epoch=\d+)?\]:?\s*"), "controller"),
     (re.compile(r"^\[Controller (?P<b>\d+)\]:?\s*"), "controller"),
     (re.compile(r"^\[QuorumController id=(?P<b>\d+)\]\s*"), "controller"),
@@ -57,6 +60,7 @@ _PREFIXES: Final = (
     (re.compile(r"^\[Broker id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaManager broker=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[GroupMetadataManager brokerId=(?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[Group Metadata Manager on Broker (?P<b>\d+)\]:\s*"), ""),   # 0.10, 0.11
     # CoordinatorRuntime's LogContext (GroupCoordinatorService, 3.7 opt-in, 4.x)
     (re.compile(r"^\[GroupCoordinator id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaFetcherManager on broker (?P<b>\d+)\]\s*"), ""),
@@ -804,10 +808,10 @@ KINDS: Final[tuple[Kind, ...]] = (
     Kind("log_loaded",
          "core/.../log/Log.scala, loadSegments: 'Completed load of log %s with %d log segments and"
          " log end offset %d in %d ms' (0.10), '..., log start offset %d and log end offset %d "
-         "...' (0.11), 'Completed load of log with %d segments, log start offset %d and log end "
-         "offset %d in %d ms' (1.0-2.4); LogManager.scala, loadLog(s): 'Completed load of Log(..) "
-         "with %d segments in %dms ...' (2.8, 3.5), '..., local-log-start-offset %d and log-end-"
-         "offset %d ...' (3.7-4.1)",
+         "...' (0.11-1.0.1), 'Completed load of log with %d segments, log start offset %d and "
+         "log end offset %d in %d ms' (1.0.2-2.4); LogManager.scala, loadLog(s): 'Completed load "
+         "of Log(..) with %d segments in %dms ...' (2.8, 3.5), '..., local-log-start-offset %d "
+         "and log-end-offset %d ...' (3.7-4.1)",
          re.compile(r"^Completed load of (?:log (?P<name>\S+) with (?P<n>\d+) log segments(?:, log "
                     r"start offset (?P<start3>\d+))? and log end offset (?P<leo>\d+)|log with "
                     r"(?P<n2>\d+) segments, log start offset (?P<start>\d+) and log end offset "
