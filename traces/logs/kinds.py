@@ -708,7 +708,7 @@ KINDS: Final[tuple[Kind, ...]] = (
          "core/.../controller/ReplicaStateMachine.scala, BrokerChangeListener (0.10) and "
          "KafkaController.scala BrokerChange (0.11-2.0): 'Newly added brokers: %s, deleted "
          "brokers: %s, all live brokers: %s'; processBrokerChange adds 'bounced brokers' "
-         "(2.4-3.9); none in 4.x",
+         "(2.4-3.x); none in 4.x",
          re.compile(r"^Newly added brokers: (?P<added>[\d,]*), deleted brokers: "
                     r"(?P<deleted>[\d,]*), (?:bounced brokers: (?P<bounced>[\d,]*), )?all "
                     r"live brokers: (?P<live>[\d,]*)"),
@@ -717,7 +717,7 @@ KINDS: Final[tuple[Kind, ...]] = (
          "core/.../controller/PartitionStateMachine.scala, handleStateChange: 'Controller %d epoch"
          " %d initiated state change for partition %s from %s to %s failed' (0.10, 0.11), "
          "'Initiated state change ...' (1.0.2); logFailedStateChange: 'Controller %d epoch %d "
-         "failed to change state for partition %s from %s to %s' (1.1-3.9); none in 4.x",
+         "failed to change state for partition %s from %s to %s' (1.1-3.x); none in 4.x",
          re.compile(r"^(?:Controller \d+ epoch \d+ (?:failed to change state|initiated "
                     r"state change)|Initiated state change) for partition " + _TP +
                     r" from OfflinePartition to OnlinePartition"),
@@ -780,7 +780,7 @@ KINDS: Final[tuple[Kind, ...]] = (
          "core/.../controller/PartitionStateMachine.scala, handleStateChange: 'Controller %d epoch"
          " %d changed partition %s from %s to %s with leader %d' (0.10, 0.11), 'Changed partition "
          "... with leader %d' (1.0.2); doHandleStateChanges: 'Changed partition %s from %s to %s "
-         "with state LeaderAndIsr(..)' (1.1-2.4 TRACE, 2.8-3.9 INFO); none in 4.x",
+         "with state LeaderAndIsr(..)' (1.1-2.4 TRACE, 2.8-3.x INFO); none in 4.x",
          re.compile(r"^(?:Controller \d+ epoch \d+ changed|Changed) partition " + _TP +
                     r" from (?P<from>\w+) to (?P<to>\w+) with (?:leader (?P<leader>-?\d+)|state "
                     r"(?P<state>.*))$"),
@@ -842,14 +842,14 @@ KINDS: Final[tuple[Kind, ...]] = (
     Kind("controller_elected",
          "core/.../controller/KafkaController.scala, elect: '%d successfully elected as the "
          "controller' (0.11-2.0), '... Epoch incremented to %d and epoch zk version is now %d' "
-         "(2.4-3.9); core/.../server/ZookeeperLeaderElector.scala, elect: '%d successfully elected"
+         "(2.4-3.x); core/.../server/ZookeeperLeaderElector.scala, elect: '%d successfully elected"
          " as leader' (0.10); none in 4.x",
          re.compile(r"^(?P<b>\d+) successfully elected as (?:the controller(?:\. Epoch incremented "
                     r"to (?P<e>\d+))?|leader$)"),
          _controller_elected),
     Kind("controlled_shutdown",
          "core/.../controller/KafkaController.scala, shutdownBroker (0.10) / doControlledShutdown "
-         "(0.11-3.9): 'Shutting down broker %d'; none in 4.x",
+         "(0.11-3.x): 'Shutting down broker %d'; none in 4.x",
          re.compile(r"^Shutting down broker (?P<b>\d+)$"),
          _shutting_down),
     Kind("log_dir_recovery",
@@ -911,7 +911,7 @@ KINDS: Final[tuple[Kind, ...]] = (
          "metadata/.../controller/ReplicationControlManager.java, validateAlterPartitionData: "
          "'Rejecting AlterPartition request from node {} for {}-{} because ...' (INFO/DEBUG; "
          "3.5-4.1; the ZooKeeper controller's KafkaController.tryProcessAlterPartition too, "
-         "3.5-3.9); none before 3.2 (AlterIsr)",
+         "3.5-3.x); none before 3.2 (AlterIsr)",
          re.compile(r"^Rejecting AlterPartition request from node (?P<b>\d+) for "
                     r"(?P<t>\S+)-(?P<p>\d+) because (?P<why>.+)$"),
          _alter_rejected),
@@ -927,8 +927,8 @@ KINDS: Final[tuple[Kind, ...]] = (
     Kind("preferred_election_done",
          "core/.../controller/KafkaController.scala, removePartitionsFromPreferredReplicaElection:"
          " 'Partition %s completed preferred replica leader election. New leader is %d' "
-         "(0.10-3.9); 'Partition %s failed to complete preferred replica leader election. Leader "
-         "is %d' (0.10-1.1), '... election to %d. Leader is still %d' (2.0-3.9); none in 4.x",
+         "(0.10-3.x); 'Partition %s failed to complete preferred replica leader election. Leader "
+         "is %d' (0.10-1.1), '... election to %d. Leader is still %d' (2.0-3.x); none in 4.x",
          re.compile(r"^Partition " + _TP + r" (?:(?P<ok>completed) preferred replica leader "
                     r"election\. New leader is|failed to complete preferred replica leader "
                     r"election(?: to \d+)?\. Leader is(?: still)?) (?P<l>-?\d+)"),
@@ -946,7 +946,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     Kind("controller_ready",
          "core/.../controller/KafkaController.scala, onControllerFailover: 'Broker %d is ready to "
          "serve as the new controller with epoch %d' (0.10, 0.11), 'Ready to serve as the new "
-         "controller with epoch %d' (1.0-3.9); none in 4.x",
+         "controller with epoch %d' (1.0-3.x); none in 4.x",
          re.compile(r"^(?:Broker (?P<b>\d+) is r|R)eady to serve as the new controller with "
                     r"epoch (?P<e>\d+)"),
          _controller_ready),
