@@ -7,13 +7,16 @@ events of ``traces.schema``. Events carry only what the line says: a field the l
 give is absent, never zero.
 
 The message's own prefix (the ``logIdent`` of the class that logged it) names the broker and
-the partition where it can: ``[Partition t-0 broker=1]`` (``Partition``, 1.1+), ``Partition
-[t,0] on broker 1:`` (0.10–1.0), ``[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]``
-(2.x fetcher threads), ``[Controller id=1 epoch=12]`` / ``[Controller 3]:`` (ZooKeeper
-controller), ``[Controller 0]`` / ``[QuorumController id=0]`` (KRaft), ``[Log partition=t-0,
-dir=...]`` / ``[UnifiedLog partition=...]`` / ``[LocalLog partition=...]`` (the log: no broker
-id — the importer's ``--broker`` or the file's context supply it), ``[Broker id=1]``
-(``ReplicaManager``'s state-change lines).
+the partition where it can: ``[Partition t-0 broker=1]`` (``Partition``, 1.0+), ``Partition
+[t,0] on broker 1:`` (0.10, 0.11), ``[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]``
+(fetcher threads from 1.0; ``[ReplicaFetcherThread-0-1],`` before), ``[Controller id=1
+epoch=12]`` / ``[Controller 3]:`` (ZooKeeper controller), ``[Controller 0]`` /
+``[QuorumController id=0]`` (KRaft), ``[Log partition=t-0, dir=...]`` / ``[UnifiedLog
+partition=...]`` / ``[LocalLog partition=...]`` / ``[LogLoader partition=...]`` (the log: no
+broker id — the importer's ``--broker`` or the file's context supply it; 0.10's ``Log`` has
+no prefix and names its log, ``t-0``, in the message), ``[Broker id=1]`` (``ReplicaManager``'s
+and 2.8+ ``Partition``'s state-change lines), ``[GroupCoordinator id=1]`` (the coordinator
+runtime, 3.7+). Which release logs which wording of each kind: docs/import.md.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ _PREFIXES: Final = (
     (re.compile(r"^\[ReplicaFetcher replicaId=(?P<b>\d+), leaderId=(?P<l>\d+), "
                 r"fetcherId=\d+\]\s*"), "fetcher"),
     (re.compile(r"^\[ReplicaFetcherThread-\d+-(?P<l>\d+)\],?\s*"), "fetcher"),
-    (re.compile(r"^\[(?:Log|UnifiedLog|LocalLog) partition=(?P<tp>[^,\]]+), dir=[^\]]*\]\s*"),
-     "tp"),
+    (re.compile(r"^\[(?:Log|UnifiedLog|LocalLog|LogLoader) partition=(?P<tp>[^,\]]+), "
+                r"dir=[^\]]*\]\s*"), "tp"),
     (re.compile(r"^\[Controller id=(?P<b>\d+)(?: epoch=\d+)?\]:?\s*"), "controller"),
     (re.compile(r"^\[Controller (?P<b>\d+)\]:?\s*"), "controller"),
     (re.compile(r"^\[QuorumController id=(?P<b>\d+)\]\s*"), "controller"),
@@ -57,6 +60,9 @@ _PREFIXES: Final = (
     (re.compile(r"^\[Broker id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaManager broker=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[GroupMetadataManager brokerId=(?P<b>\d+)\]\s*"), ""),
+    (re.compile(r"^\[Group Metadata Manager on Broker (?P<b>\d+)\]:\s*"), ""),   # 0.10, 0.11
+    # CoordinatorRuntime's LogContext (GroupCoordinatorService, 3.7 opt-in, 4.x)
+    (re.compile(r"^\[GroupCoordinator id=(?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[ReplicaFetcherManager on broker (?P<b>\d+)\]\s*"), ""),
     (re.compile(r"^\[OfflinePartitionLeaderSelector\]:\s*"), "controller"),
 )
@@ -126,11 +132,14 @@ FORMATS: Final = ("auto", "zk", "kraft")
 
 
 def _tp(m: re.Match[str], pre: Prefix) -> tuple[str | None, int | None]:
+    """The partition a message names (``tp``, or ``name``: the log's name, ``t-0``, in the
+    0.10/0.11 wordings of ``Log``, which had no logIdent), else its prefix's."""
     g = m.groupdict()
-    if g.get("tp"):
-        tp = split_tp(g["tp"])
-        if tp:
-            return tp
+    for group in ("tp", "name"):
+        if g.get(group):
+            tp = split_tp(g[group])
+            if tp:
+                return tp
     return pre.topic, pre.partition
 
 
@@ -218,8 +227,9 @@ def _state_change(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _unfenced(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    if m.group("b") is not None:
-        return [{"event": "broker_unfenced", "broker": int(m.group("b"))}]
+    for group in ("b", "b2"):
+        if m.group(group) is not None:
+            return [{"event": "broker_unfenced", "broker": int(m.group(group))}]
     found = re.search(r"\bid=(\d+)", m.group("record") or "")
     return [{"event": "broker_unfenced", "broker": int(found.group(1))}] if found else []
 
@@ -239,7 +249,14 @@ def _out_of_range(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _fetch_reset_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    """Both wordings of a fetch offset reset (0.10's names the replica, later ones do not)."""
+    """The wordings of a fetch offset reset (0.10's names the replica, later ones do not; 3.7's
+    reset to the follower's own end offset truncates nothing)."""
+    if m.group("tp3") is not None:
+        tp = split_tp(m.group("tp3"))
+        topic, partition = tp if tp else (pre.topic, pre.partition)
+        return [{"event": "fetch_offset_reset", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "old": int(m.group("old3")),
+                 "new": int(m.group("new3"))}]
     if m.group("tp2") is not None:
         tp = split_tp(m.group("tp2"))
         topic, partition = tp if tp else (pre.topic, pre.partition)
@@ -260,7 +277,7 @@ def _log_loaded(g: dict[str, str | None], pre: Prefix) -> list[Event]:
     ev: Event = {"event": "log_recovery", "topic": topic, "partition": partition,
                  "replica": pre.broker, "leo": int(g.get("leo") or g.get("leo2") or 0),
                  "segments": int(g.get("n") or g.get("n2") or 0)}
-    start = g.get("start") or g.get("start2")
+    start = g.get("start") or g.get("start2") or g.get("start3")
     if start is not None:
         ev["log_start_offset"] = int(start)
     if g.get("hw") is not None:
@@ -283,13 +300,17 @@ def _partition_failed(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]
 
 
 def _coordinator_loaded(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    tp = split_tp(m.group("tp"))
+    tp = split_tp(m.group("tp") or m.group("tp2"))
     if tp is None:
         return []
+    ms = (int(m.group("ms")) if m.group("ms") is not None else
+          int(m.group("ms2")) if m.group("ms2") is not None else
+          int(m.group("end")) - int(m.group("start")))
     ev: Event = {"event": "coordinator_loaded", "topic": tp[0], "partition": tp[1],
-                 "replica": pre.broker, "load_ms": int(m.group("ms"))}
-    if m.group("e") is not None:
-        ev["leader_epoch"] = int(m.group("e"))
+                 "replica": pre.broker, "load_ms": ms}
+    epoch = m.group("e") or m.group("e2")
+    if epoch is not None:
+        ev["leader_epoch"] = int(epoch)
     return [ev]
 
 
@@ -313,8 +334,8 @@ def _truncate_epoch(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 def _dir_recovery_any(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
     ev: Event = {"event": "log_dir_recovery", "replica": pre.broker,
-                 "dir": m.group("dir") or m.group("dir2"),
-                 "clean_shutdown": m.group("clean") is not None}
+                 "dir": m.group("dir") or m.group("dir2") or m.group("dir3"),
+                 "clean_shutdown": m.group("clean") is not None or m.group("dir3") is not None}
     n = m.group("n") or m.group("n2")
     if n is not None:
         ev["logs"] = int(n)
@@ -327,6 +348,14 @@ def _invalid_messages(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]
     topic, partition = tp if tp else (pre.topic, pre.partition)
     return [{"event": "segment_corruption", "topic": topic, "partition": partition,
              "replica": pre.broker, "file": path, "byte_offset": int(m.group("pos"))}]
+
+
+def _segments_deleted(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
+    """One event per ``LogSegment(baseOffset=...)`` a log-start-offset breach deletes."""
+    return [{"event": "segment_delete", "topic": pre.topic, "partition": pre.partition,
+             "replica": pre.broker, "base_offset": int(base),
+             "reason": f"{m.group('lso_kind')}log start offset {m.group('lso')} breach"}
+            for base in re.findall(r"LogSegment\(baseOffset=(\d+)", m.group("segs"))]
 
 
 def _deletable(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
@@ -358,9 +387,17 @@ def _offline_010(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
              "leader": int(g["l"]), "election": "unclean", "live": _ids(g["live"])}]
 
 
+#: a broker's toString: ``BrokerEndPoint(2,kafka-2,9092)`` (case class, 0.10-2.0) or
+#: ``BrokerEndPoint(id=2, host=kafka-2:9092)`` (2.1+); its host is no partition
+_END_POINT: Final = re.compile(r"BrokerEndPoint\((?:id=)?(-?\d+)[^)]*\)")
+
+
 def _fetcher(change: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
     def build(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-        parts = re.findall(r"([\w.\-]+-\d+)(?: ->|,|\)|\]|$| initOffset)", m.group("parts"))
+        text = m.group("parts")
+        leaders = {int(x) for x in _END_POINT.findall(text)}
+        parts = re.findall(r"([\w.\-]+-\d+)(?: ->|,|\)|\]|$| initOffset)",
+                           _END_POINT.sub("", text))
         names = sorted({p for p in parts if split_tp(p)})
         if not names:
             return []
@@ -369,6 +406,9 @@ def _fetcher(change: str) -> Callable[[re.Match[str], Prefix, Record], list[Even
         leader = m.groupdict().get("leader") or m.groupdict().get("leader_ep")
         if leader:
             ev["leader"] = int(leader)
+        elif change == "add" and len(leaders) == 1:
+            # 0.10-2.0: each "[t-0, initOffset 5 to broker BrokerEndPoint(2,...)] " names it
+            ev["leader"] = min(leaders)
         return [ev]
     return build
 
@@ -409,14 +449,17 @@ def _preferred_done(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _coordinator_unloaded(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    tp = split_tp(m.group("tp"))
+    tp = split_tp(m.group("tp") or m.group("tp2"))
     if tp is None:
         return []
     ev: Event = {"event": "coordinator_unload", "topic": tp[0], "partition": tp[1],
-                 "replica": pre.broker, "offsets_removed": int(m.group("o")),
-                 "groups_removed": int(m.group("g"))}
-    if m.group("e") is not None:
-        ev["leader_epoch"] = int(m.group("e"))
+                 "replica": pre.broker}
+    if m.group("o") is not None:   # the coordinator runtime (3.7 opt-in, 4.x) counts nothing
+        ev["offsets_removed"] = int(m.group("o"))
+        ev["groups_removed"] = int(m.group("g"))
+    epoch = m.group("e") or m.group("e2")
+    if epoch is not None:
+        ev["leader_epoch"] = int(epoch)
     return [ev]
 
 
@@ -438,6 +481,13 @@ def _below_hw(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 def _truncate(reason: str) -> Callable[[re.Match[str], Prefix, Record], list[Event]]:
     def build(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
         topic, partition = _tp(m, pre)
+        g = m.groupdict()
+        if g.get("o2") is not None:   # 3.x: the truncation state, then the local HW
+            ev: Event = {"event": "log_truncate", "topic": topic, "partition": partition,
+                         "replica": pre.broker, "new_leo": int(str(g["o2"])),
+                         "reason": reason, "hw": int(str(g["hw"])),
+                         "completed": g["done"] == "true"}
+            return [ev]
         return [{"event": "log_truncate", "topic": topic, "partition": partition,
                  "replica": pre.broker, "new_leo": int(m.group("o")), "reason": reason}]
     return build
@@ -456,13 +506,20 @@ def _log_start(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _segment_delete(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    return [{"event": "segment_delete", "topic": pre.topic, "partition": pre.partition,
-             "replica": pre.broker, "base_offset": int(m.group("base")),
-             "reason": m.group("why").strip()}]
+    if m.group("segs") is not None:
+        return _segments_deleted(m, pre, rec)
+    topic, partition = _tp(m, pre)
+    base = m.group("base") or m.group("base2")
+    ev: Event = {"event": "segment_delete", "topic": topic, "partition": partition,
+                 "replica": pre.broker, "base_offset": int(base)}
+    if m.group("why") is not None:   # 0.10/0.11 say no reason
+        ev["reason"] = m.group("why").strip()
+    return [ev]
 
 
 def _recovering(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    return [{"event": "log_recovery", "topic": pre.topic, "partition": pre.partition,
+    topic, partition = _tp(m, pre)
+    return [{"event": "log_recovery", "topic": topic, "partition": partition,
              "replica": pre.broker, "unflushed_segment": int(m.group("base"))}]
 
 
@@ -486,8 +543,11 @@ def _offline_failed(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _fenced(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    return [{"event": "broker_fenced", "broker": int(m.group("b")),
-             "reason": "session_timeout"}]
+    ev: Event = {"event": "broker_fenced", "broker": int(m.group("b")),
+                 "reason": "session_timeout"}
+    if m.group("e") is not None:
+        ev["broker_epoch"] = int(m.group("e"))
+    return [ev]
 
 
 def _registered(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
@@ -532,16 +592,19 @@ def _kraft_change(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
 
 
 def _not_enough(m: re.Match[str], pre: Prefix, rec: Record) -> list[Event]:
-    tp = split_tp(m.group("tp") or m.group("tp2"))
+    tp = split_tp(m.group("tp") or m.group("tp2") or m.group("tp3"))
     if tp is None:
         return []
     ev: Event = {"event": "append_rejected", "topic": tp[0], "partition": tp[1],
-                 "replica": pre.broker, "min_isr": int(m.group("min") or m.group("min2")),
+                 "replica": pre.broker,
+                 "min_isr": int(m.group("min") or m.group("min2") or m.group("min3")),
                  "error": "NOT_ENOUGH_REPLICAS"}
-    if m.group("isr") is not None:
-        ev["isr"] = _ids(m.group("isr"))
-    if m.group("n") is not None:
-        ev["isr_size"] = int(m.group("n"))
+    isr = m.group("isr") if m.group("isr") is not None else m.group("isr3")
+    if isr is not None:
+        ev["isr"] = _ids(isr)
+    n = m.group("n") or m.group("n3")
+    if n is not None:
+        ev["isr_size"] = int(n)
     return [ev]
 
 
@@ -549,294 +612,354 @@ _TP: Final = r"(?P<tp>\[[^,\]]+,\d+\]|\S+-\d+)"
 
 #: Every kind, most specific first (the first whose pattern matches wins).
 KINDS: Final[tuple[Kind, ...]] = (
-    Kind("isr_shrink", "core/.../cluster/Partition.scala, Partition.maybeShrinkIsr: "
-         "'Shrinking ISR for partition [%s,%d] from %s to %s' (0.10.2.2); 'Shrinking ISR from "
-         "%s to %s' (1.1.1); '... Leader: (highWatermark: %d, endOffset: %d). Out of sync "
-         "replicas: %s.' (2.4.1); s\"Shrinking ISR from ... to $newIsrLog. \" (2.8.2, 3.7.1)",
+    Kind("isr_shrink",
+         "core/.../cluster/Partition.scala, maybeShrinkIsr: 0.10 names the partition; 0.11-2.0 "
+         "'from %s to %s'; 2.4-4.1 add the leader's HW and LEO and the out-of-sync replicas",
          re.compile(r"^Shrinking ISR (?:for partition " + _TP + r" )?from (?P<old>[\d,]+) to "
                     r"(?P<new>[\d,]*)(?:\.\s+Leader: \(highWatermark: (?P<hw>\d+), endOffset: "
                     r"(?P<leo>\d+)\))?"),
          _isr_change("shrink")),
-    Kind("isr_expand", "core/.../cluster/Partition.scala, Partition.maybeExpandIsr: "
-         "s\"Expanding ISR for partition $topicPartition from ...\" (0.10.2.2); s\"Expanding "
-         "ISR from ... to ...\" (1.1.1, 2.4.1)",
+    Kind("isr_expand",
+         "core/.../cluster/Partition.scala, maybeExpandIsr: 0.10 names the partition; 0.11-2.4 "
+         "'Expanding ISR from ... to ...'; none from 2.8 (AlterIsr: 'ISR updated to')",
          re.compile(r"^Expanding ISR (?:for partition " + _TP + r" )?from (?P<old>[\d,]+) to "
                     r"(?P<new>[\d,]*)"),
          _isr_change("expand")),
-    Kind("isr_updated", "core/.../cluster/Partition.scala, Partition.updateIsr / "
-         "handleAlterPartitionUpdate: 'ISR updated to [%s] and zkVersion updated to [%d]' "
-         "(0.10.2.2, 1.1.1: trace; 2.4.1: info); s\"ISR updated to ... and version updated to "
-         "[$zkVersion]\" (2.8.2); '... (under-min-isr) ...' (3.7.1)",
+    Kind("isr_updated",
+         "core/.../cluster/Partition.scala, updateIsr (0.10-2.4: 'ISR updated to [%s] and "
+         "zkVersion updated to [%d]', TRACE to 2.0, INFO 2.4) / handleAlterIsrResponse (2.8.2: "
+         "'... and version updated to [%d]') / handleAlterPartitionUpdate (3.5-4.1: '... (under-"
+         "min-isr) and version updated to %d')",
          re.compile(r"^ISR updated to \[?(?P<isr>[\d,]*)\]?\s*(?:\(under-min-isr\))?\s*and "
                     r"(?:zkVersion|version) updated to \[?(?P<v>\d+)\]?"),
          _isr_updated),
-    Kind("zk_version_stale", "core/.../cluster/Partition.scala, Partition.updateIsr: 'Cached "
-         "zkVersion [%d] not equal to that in zookeeper, skip updating ISR' (0.10.2.2, 1.1.1);"
-         " s\"Cached zkVersion $zkVersion not equal ...\" (2.4.1)",
+    Kind("zk_version_stale",
+         "core/.../cluster/Partition.scala, updateIsr: 'Cached zkVersion [%d] not equal ...' "
+         "(0.10-2.0), without brackets (2.4.1); none from 2.8 (AlterIsr)",
          re.compile(r"^Cached zkVersion \[?(?P<v>\d+)\]? not equal to that in zookeeper, skip "
                     r"updating ISR"),
          _zk_stale),
-    Kind("become_leader", "core/.../cluster/Partition.scala, Partition.makeLeader: '%s starts "
-         "at Leader Epoch %d from offset %d. Previous Leader Epoch was: %d' (1.1.1); "
-         "s\"$topicPartition starts at leader epoch ... from offset ... with high watermark "
-         "... Previous leader epoch was ...\" (2.4.1)",
+    Kind("become_leader",
+         "core/.../cluster/Partition.scala, makeLeader: '%s starts at Leader Epoch %d from offset "
+         "%d. Previous Leader Epoch was: %d' (0.11-2.0); '... with high watermark ...' (2.4.1); "
+         "'Leader %s starts at ... ISR [..] ...' (2.8.2); 'Leader %s with topic id ... with "
+         "partition epoch ..., high watermark ..., ISR [..] ...' (3.5-4.1); none in 0.10",
          re.compile(r"^(?:Leader )?" + _TP + r" (?:with topic id \S+ )?starts at [Ll]eader "
                     r"[Ee]poch (?P<e>\d+) from offset (?P<o>\d+)(?: with (?:partition epoch "
                     r"(?P<pe>\d+), )?high watermark (?P<hw>\d+))?(?:,? ISR \[(?P<isr>[\d,]*)\])?"
                     r".*?[Pp]revious [Ll]eader (?:\S+ and previous leader )?[Ee]poch was:? "
                     r"(?P<prev>-?\d+)"),
          _become_leader),
-    Kind("become_follower", "core/.../cluster/Partition.scala, Partition.makeFollower "
-         "(state-change.log): s\"Follower $topicPartition starts at leader epoch ... from "
-         "offset ... with high watermark ...\" (2.8.2); \"... with partition epoch ... and high "
-         "watermark ... Current leader is ... \" (3.5.2, 3.7.1, trunk)",
+    Kind("become_follower",
+         "core/.../cluster/Partition.scala, makeFollower (state-change.log): 'Follower %s starts "
+         "at leader epoch ... with high watermark ...' (2.8.2); '... with partition epoch ... and "
+         "high watermark ... Current leader is ...' (3.5-4.1); none before 2.8",
          re.compile(r"^Follower " + _TP + r" starts at leader epoch (?P<e>\d+) from offset "
                     r"(?P<o>\d+) with (?:partition epoch (?P<pe>\d+) and )?high watermark "
                     r"(?P<hw>\d+)\.(?: Current leader is (?P<leader>-?\d+)\.)?"),
          _become_follower),
-    Kind("truncate_no_effect", "core/.../log/Log.scala, Log.truncateTo: 'Truncating %s to %d "
-         "has no effect as the largest offset in the log is %d.' (0.10.2.2); s\"Truncating to "
-         "$targetOffset has no effect ...\" (2.4.1)",
+    Kind("truncate_no_effect",
+         "core/.../log/Log.scala, truncateTo: 'Truncating %s to %d has no effect ...' (0.10, "
+         "0.11); 'Truncating to %d has no effect ...' (1.0-2.8; UnifiedLog.scala 3.x; "
+         "storage/.../UnifiedLog.java 4.1)",
          re.compile(r"^Truncating (?:\S+ )?to (?P<o>\d+) has no effect as the largest offset "
                     r"in the log is (?P<max>-?\d+)"),
          _noop),
-    Kind("truncate", "core/.../log/Log.scala, Log.truncateTo: s\"Truncating to offset "
-         "$targetOffset\" (2.4.1)",
-         re.compile(r"^Truncating to offset (?P<o>\d+)"),
+    Kind("truncate",
+         "core/.../log/Log.scala, truncateTo: 'Truncating log %s to offset %d.' (0.10, 0.11); "
+         "'Truncating to offset %d' (1.0-2.8; UnifiedLog.scala 3.x; storage/.../UnifiedLog.java "
+         "4.1)",
+         re.compile(r"^Truncating (?:log (?P<name>\S+) )?to offset (?P<o>\d+)"),
          _truncate("truncate")),
-    Kind("truncate_to_hw", "core/.../server/AbstractFetcherThread.scala, "
-         "truncateToHighWatermark: s\"Truncating partition $tp to local high watermark "
-         "$highWatermark\" (2.4.1)",
-         re.compile(r"^Truncating partition " + _TP + r" to local high watermark (?P<o>\d+)"),
+    Kind("truncate_to_hw",
+         "core/.../server/AbstractFetcherThread.scala, truncateToHighWatermark: 'Truncating "
+         "partition %s to local high watermark %d' (2.4-3.0); '... with TruncationState(offset=..,"
+         " completed=..) due to local high watermark %d' (3.1-4.1); none before 2.4",
+         re.compile(r"^Truncating partition " + _TP + r" (?:to local high watermark "
+                    r"(?P<o>\d+)|with \w*TruncationState\(offset=(?P<o2>\d+), completed="
+                    r"(?P<done>true|false)\) due to local high watermark (?P<hw>\d+))"),
          _truncate("high_watermark")),
-    Kind("log_start_offset", "core/.../log/Log.scala, Log.maybeIncrementLogStartOffset: "
-         "s\"Incrementing log start offset to $newLogStartOffset\" (2.4.1); "
-         "core/.../log/UnifiedLog.scala: s\"Incremented log start offset to ... due to "
-         "$reason\" (3.7.1)",
+    Kind("log_start_offset",
+         "core/.../log/Log.scala, maybeIncrementLogStartOffset: 'Incrementing log start offset to "
+         "%d' (1.0-2.4); 'Incremented log start offset to %d due to %s' (2.8; UnifiedLog.scala "
+         "3.x; storage/.../UnifiedLog.java 4.1); none in 0.10, 0.11",
          re.compile(r"^Increment(?:ing|ed) log start offset to (?P<o>\d+)"
                     r"(?: due to (?P<why>.+?))?\.?$"),
          _log_start),
-    Kind("segment_delete", "core/.../log/UnifiedLog.scala, deleteRetentionMsBreachedSegments"
-         " / deleteRetentionSizeBreachedSegments: s\"Deleting segment $segment due to log "
-         "retention time ...\" (3.7.1; Log.scala in 2.6+)",
-         re.compile(r"^Deleting segment LogSegment\(baseOffset=(?P<base>\d+)[^)]*\)\)? due to "
-                    r"(?P<why>.+)$"),
+    Kind("segment_delete",
+         "core/.../log/Log.scala, deleteSeg: 'Deleting segment %d from log %s.' (0.10, 0.11; no "
+         "reason); Log.scala / UnifiedLog.scala (3.x) / storage/.../UnifiedLog.java (4.1) "
+         "deleteOldSegments' reasons: 'Deleting segment LogSegment(..) due to [local] [log] "
+         "retention time|size ...' and 'Deleting segments due to [local] log start offset %d "
+         "breach: ...' (2.8-4.1); 1.x-2.4: found_deletable_segments",
+         re.compile(r"^(?:Deleting segment LogSegment\(baseOffset=(?P<base>\d+)[^)]*\)\)? due to "
+                    r"(?P<why>.+)$|Deleting segment (?P<base2>\d+) from log (?P<name>\S+?)\.?$|"
+                    r"Deleting segments due to (?P<lso_kind>(?:local )?)log start offset "
+                    r"(?P<lso>\d+) breach: (?P<segs>LogSegment\(.*)$)"),
          _segment_delete),
-    Kind("recovering_segment", "core/.../log/LogLoader.scala, recoverLog: s\"Recovering "
-         "unflushed segment ${segment.baseOffset}. ...\" (3.7.1; Log.scala before)",
-         re.compile(r"^Recovering unflushed segment (?P<base>\d+)"),
+    Kind("recovering_segment",
+         "core/.../log/Log.scala, recoverLog: 'Recovering unflushed segment %d in log %s.' (0.10, "
+         "0.11); '... %d' (1.0-2.8); LogLoader.scala (3.x) / storage/.../LogLoader.java (4.1): "
+         "'... %d. %d/%d recovered for %s.'",
+         re.compile(r"^Recovering unflushed segment (?P<base>\d+)(?: in log (?P<name>\S+?)\.?$|\. "
+                    r"\S+ recovered for (?P<tp>\S+-\d+)\.?$)?"),
          _recovering),
-    Kind("broker_change", "core/.../controller/ReplicaStateMachine.scala, "
-         "BrokerChangeListener: 'Newly added brokers: %s, deleted brokers: %s, all live "
-         "brokers: %s' (0.10.2.2); core/.../controller/KafkaController.scala: s\"Newly added "
-         "brokers: ..., deleted brokers: ..., bounced brokers: ..., all live brokers: ...\" "
-         "(2.4.1)",
+    Kind("broker_change",
+         "core/.../controller/ReplicaStateMachine.scala, BrokerChangeListener (0.10) and "
+         "KafkaController.scala BrokerChange (0.11-2.0): 'Newly added brokers: %s, deleted "
+         "brokers: %s, all live brokers: %s'; processBrokerChange adds 'bounced brokers' "
+         "(2.4-3.x); none in 4.x",
          re.compile(r"^Newly added brokers: (?P<added>[\d,]*), deleted brokers: "
                     r"(?P<deleted>[\d,]*), (?:bounced brokers: (?P<bounced>[\d,]*), )?all "
                     r"live brokers: (?P<live>[\d,]*)"),
          _broker_change),
-    Kind("offline_election_failed", "core/.../controller/PartitionStateMachine.scala, "
-         "logFailedStateChange: s\"Controller $controllerId epoch ... failed to change state "
-         "for partition $partition from OfflinePartition to OnlinePartition\" (2.4.1)",
-         re.compile(r"^Controller \d+ epoch \d+ failed to change state for partition "
-                    + _TP + r" from OfflinePartition to OnlinePartition"),
+    Kind("offline_election_failed",
+         "core/.../controller/PartitionStateMachine.scala, handleStateChange: 'Controller %d epoch"
+         " %d initiated state change for partition %s from %s to %s failed' (0.10, 0.11), "
+         "'Initiated state change ...' (1.0.2); logFailedStateChange: 'Controller %d epoch %d "
+         "failed to change state for partition %s from %s to %s' (1.1-3.x); none in 4.x",
+         re.compile(r"^(?:Controller \d+ epoch \d+ (?:failed to change state|initiated "
+                    r"state change)|Initiated state change) for partition " + _TP +
+                    r" from OfflinePartition to OnlinePartition"),
          _offline_failed),
-    Kind("broker_fenced", "metadata/.../controller/ReplicationControlManager.java, "
-         "fenceStaleBrokers: \"Fencing broker {} because its session has timed out.\" (3.7.1)",
-         re.compile(r"^Fencing broker (?P<b>\d+) because its session has timed out"),
+    Kind("broker_fenced",
+         "metadata/.../controller/ReplicationControlManager.java, maybeFenceStaleBrokers / "
+         "maybeFenceOneStaleBroker: 'Fencing broker {} because its session has timed out.' "
+         "(2.8-3.7); '... {} at epoch {} because ...' (4.0, 4.1); none before 2.8",
+         re.compile(r"^Fencing broker (?P<b>\d+) (?:at epoch (?P<e>\d+) )?because its session has "
+                    r"timed out"),
          _fenced),
-    Kind("broker_registered", "metadata/.../controller/ClusterControlManager.java, "
-         "replay(RegisterBrokerRecord): \"Registered new broker: {}\" / \"Re-registered broker "
-         "incarnation: {}\" (3.1.0)",
-         re.compile(r"^(?:Registered new broker|Re-registered broker incarnation): "
-                    r"(?P<record>RegisterBrokerRecord\(.*)$"),
+    Kind("broker_registered",
+         "metadata/.../controller/ClusterControlManager.java, replay(RegisterBrokerRecord): "
+         "'Registered new broker: {}' / 'Re-registered broker incarnation: {}' / 'Re-registered "
+         "broker id {}: {}' (2.8-3.5); 'Replayed initial RegisterBrokerRecord for broker {}: {}' "
+         "and two 'Replayed RegisterBrokerRecord ...' (3.7-4.1); none before 2.8",
+         re.compile(r"^(?:Registered new broker|Re-registered broker (?:incarnation|id \d+)|"
+                    r"Replayed (?:initial RegisterBrokerRecord for broker|RegisterBrokerRecord "
+                    r"modifying the registration for broker|RegisterBrokerRecord establishing a "
+                    r"new incarnation of broker) \d+): (?P<record>RegisterBrokerRecord\(.*)$"),
          _registered),
-    Kind("kraft_partition_change", "metadata/.../metadata/PartitionRegistration.java, "
-         "maybeLogPartitionChange: \"UNCLEAN partition change for {}: {}\" (info) / "
-         "\"partition change for {}: {}\" (debug) (3.7.1)",
+    Kind("kraft_partition_change",
+         "metadata/.../metadata/PartitionRegistration.java, maybeLogPartitionChange: 'UNCLEAN "
+         "partition change for {}: {}' (INFO) / 'partition change for {}: {}' (DEBUG) (3.5-4.1); "
+         "none before",
          re.compile(r"^(?P<unclean>UNCLEAN )?partition change for (?P<tp>\S+-\d+)"
                     r"(?: with topic ID \S+)?: (?P<diff>.*)$"),
          _kraft_change),
-    Kind("truncate_below_hw", "core/.../server/ReplicaFetcherThread.scala, truncate: "
-         "s\"Truncating $tp to offset ... below high watermark ...\" (warn; 2.0.1, 2.4.1, 2.8.2, "
-         "3.5.2, 3.7.1, trunk)",
+    Kind("truncate_below_hw",
+         "core/.../server/ReplicaFetcherThread.scala, maybeTruncate (2.0.1) / truncate (2.4-4.1): "
+         "'Truncating %s to offset %d below high watermark %d' (WARN); none before 2.0",
          re.compile(r"^Truncating " + _TP + r" to offset (?P<o>\d+) below high watermark "
                     r"(?P<hw>\d+)"),
          _below_hw),
-    Kind("fetch_offset_reset", "core/.../server/AbstractFetcherThread.scala, "
-         "handleOutOfRangeError: 'Current offset %d for partition [%s,%d] out of range; reset "
-         "offset to %d' (0.10.2.2); s\"Current offset ... for partition ... is out of range, "
-         "which typically implies a leader change. Reset fetch offset to ...\" (1.1.1 - trunk)",
+    Kind("fetch_offset_reset",
+         "core/.../server/AbstractFetcherThread.scala, updatePartitionsWithError / "
+         "processFetchRequest: 'Current offset %d for partition [%s,%d] out of range; reset offset"
+         " to %d' (0.10, 0.11; 1.0.2 names t-0); handleOutOfRangeError: '... is out of range, "
+         "which typically implies a leader change. Reset fetch offset to %d' (1.1-4.1)",
          re.compile(r"^Current offset (?P<old>\d+) for partition " + _TP + r" (?:is )?out of "
                     r"range(?:, which typically implies a leader change\. Reset fetch offset|; "
                     r"reset offset) to (?P<new>\d+)"),
          _out_of_range),
-    Kind("fetch_offset_truncate", "core/.../server/ReplicaFetcherThread.scala / "
-         "AbstractFetcherThread.fetchOffsetAndTruncate: 'Replica %d for partition %s reset its "
-         "fetch offset from %d to current leader %d's latest|start offset %d' (0.10.2.2); "
-         "s\"Reset fetch offset for partition ... from ... to current leader's latest|start "
-         "offset ...\" (1.1.1 - 3.5.2); s\"Truncate fully and reset fetch offset for partition "
-         "... from ... to the current leader's start offset ...\" (3.7.1, trunk)",
+    Kind("fetch_offset_truncate",
+         "core/.../server/ReplicaFetcherThread.scala, handleOffsetOutOfRange: 'Replica %d for "
+         "partition %s reset its fetch offset from %d to current leader %d's latest|start offset "
+         "%d' (0.10, 0.11); 'Reset fetch offset for partition %s from %d to current leader's "
+         "latest|start offset %d' (1.0-2.0; AbstractFetcherThread.fetchOffsetAndTruncate 2.4-4.1);"
+         " 'Truncate fully and reset fetch offset ... to the current leader's start offset ...' "
+         "and '... to the current local replica's end offset %d' (3.7-4.1)",
          re.compile(r"^(?:Replica (?P<r>\d+) for partition " + _TP + r" reset its fetch offset "
                     r"from (?P<old>\d+) to current leader \d+'s (?P<to>latest|start) offset "
                     r"(?P<new>\d+)|(?:Truncate fully and r|R)eset fetch offset for partition "
                     r"(?P<tp2>\S+) from (?P<old2>\d+) to (?:the )?current leader's "
-                    r"(?P<to2>latest|start) offset (?P<new2>\d+))"),
+                    r"(?P<to2>latest|start) offset (?P<new2>\d+)|Reset fetch offset for partition "
+                    r"(?P<tp3>\S+) from (?P<old3>\d+) to the current local replica's end offset "
+                    r"(?P<new3>\d+))"),
          lambda m, pre, rec: _fetch_reset_any(m, pre, rec)),
-    Kind("state_change_online", "core/.../controller/PartitionStateMachine.scala "
-         "(state-change.log): 'Controller %d epoch %d changed partition %s from %s to %s with "
-         "leader %d' (0.10.2.2, trace); s\"Changed partition $partition from ... to ... with "
-         "state ...leaderAndIsr\" (1.1.1 - 2.4.1 trace; 2.8.2 - trunk info)",
+    Kind("state_change_online",
+         "core/.../controller/PartitionStateMachine.scala, handleStateChange: 'Controller %d epoch"
+         " %d changed partition %s from %s to %s with leader %d' (0.10, 0.11), 'Changed partition "
+         "... with leader %d' (1.0.2); doHandleStateChanges: 'Changed partition %s from %s to %s "
+         "with state LeaderAndIsr(..)' (1.1-2.4 TRACE, 2.8-3.x INFO); none in 4.x",
          re.compile(r"^(?:Controller \d+ epoch \d+ changed|Changed) partition " + _TP +
                     r" from (?P<from>\w+) to (?P<to>\w+) with (?:leader (?P<leader>-?\d+)|state "
                     r"(?P<state>.*))$"),
          _state_change),
-    Kind("broker_unfenced", "metadata/.../controller/ClusterControlManager.java, replay: "
-         "\"Unfenced broker: {}\" (2.8.2); metadata/.../controller/BrokerHeartbeatManager.java: "
-         "\"The request from broker {} to unfence has been granted because it has caught up "
-         "with ...\" (2.8.2 - trunk)",
+    Kind("broker_unfenced",
+         "metadata/.../controller/ClusterControlManager.java, replay(UnfenceBrokerRecord): "
+         "'Unfenced broker: {}' (2.8.2), replayRegistrationChange: 'Replayed "
+         "UnfenceBrokerRecord|BrokerRegistrationChangeRecord modifying the registration for broker"
+         " {}: {}' (3.7-4.1); BrokerHeartbeatManager.java, calculateNextBrokerState: 'The request "
+         "from broker {} to unfence has been granted ...' (2.8-4.1); none before 2.8",
          re.compile(r"^(?:Unfenced broker: (?P<record>.*)|The request from broker (?P<b>\d+) "
-                    r"to unfence has been granted)"),
+                    r"to unfence has been granted|Replayed (?:UnfenceBrokerRecord|"
+                    r"BrokerRegistrationChangeRecord) modifying the registration for broker "
+                    r"(?P<b2>\d+): (?:UnfenceBrokerRecord\(|BrokerRegistrationChangeRecord\("
+                    r"[^)]*\bfenced=-1\b))"),
          _unfenced),
-    Kind("truncate_by_epoch", "core/.../server/AbstractFetcherThread.scala, "
-         "truncateToEpochEndOffsets: s\"Truncating partition $tp with $offsetTruncationState due "
-         "to leader epoch and offset $leaderEpochOffset\" (3.5.2, 3.7.1, trunk)",
+    Kind("truncate_by_epoch",
+         "core/.../server/AbstractFetcherThread.scala, truncateToEpochEndOffsets: 'Truncating "
+         "partition %s with TruncationState(..) due to leader epoch and offset ...' (3.1-4.1); "
+         "before, Log's 'Truncating to offset' alone",
          re.compile(r"^Truncating partition " + _TP + r" with \w*TruncationState\(offset="
                     r"(?P<o>\d+), completed=(?P<done>true|false)\) due to leader epoch and "
                     r"offset"),
          _truncate_epoch),
-    Kind("log_loaded", "core/.../log/Log.scala, loadSegments: 'Completed load of log %s with %d "
-         "log segments and log end offset %d in %d ms' (0.10.2.2); s\"Completed load of log "
-         "with ... segments, log start offset ... and log end offset ... in ... ms\" (1.1.1, "
-         "2.0.1, 2.4.1); core/.../log/LogManager.scala, loadLog: s\"Completed load of $log with "
-         "... segments in ...ms\" whose Log.toString names the offsets (2.8.2)",
-         re.compile(r"^Completed load of (?:log (?P<name>\S+) with (?P<n>\d+) log segments and "
-                    r"log end offset (?P<leo>\d+)|log with (?P<n2>\d+) segments, log start "
-                    r"offset (?P<start>\d+) and log end offset (?P<leo2>\d+)|(?:Unified)?Log\("
+    Kind("log_loaded",
+         "core/.../log/Log.scala, loadSegments: 'Completed load of log %s with %d log segments and"
+         " log end offset %d in %d ms' (0.10), '..., log start offset %d and log end offset %d "
+         "...' (0.11-1.0.1), 'Completed load of log with %d segments, log start offset %d and "
+         "log end offset %d in %d ms' (1.0.2-2.4); LogManager.scala, loadLog(s): 'Completed load "
+         "of Log(..) with %d segments in %dms ...' (2.8, 3.5), '..., local-log-start-offset %d "
+         "and log-end-offset %d ...' (3.7-4.1)",
+         re.compile(r"^Completed load of (?:log (?P<name>\S+) with (?P<n>\d+) log segments(?:, log "
+                    r"start offset (?P<start3>\d+))? and log end offset (?P<leo>\d+)|log with "
+                    r"(?P<n2>\d+) segments, log start offset (?P<start>\d+) and log end offset "
+                    r"(?P<leo2>\d+)|(?:Unified)?Log\("
                     r"[^)]*?topic=(?P<t>[^,]+), partition=(?P<p>\d+), highWatermark=(?P<hw>\d+)"
                     r"[^)]*?logStartOffset=(?P<start2>\d+), logEndOffset=(?P<leo3>\d+)\) with "
                     r"(?P<n3>\d+) segments)"),
          lambda m, pre, rec: _log_loaded_any(m, pre, rec)),
-    Kind("partition_failed", "core/.../server/AbstractFetcherThread.scala, "
-         "markPartitionFailed: s\"Partition $topicPartition marked as failed\" (warn; 2.4.1 - "
-         "trunk)",
+    Kind("partition_failed",
+         "core/.../server/AbstractFetcherThread.scala, markPartitionFailed: 'Partition %s marked "
+         "as failed' (WARN; 2.4-4.1); none before 2.1",
          re.compile(r"^Partition " + _TP + r" marked as failed"),
          _partition_failed),
-    Kind("coordinator_loaded", "core/.../coordinator/group/GroupMetadataManager.scala, "
-         "doLoadGroupsAndOffsets: 'Finished loading offsets from %s in %d milliseconds.' "
-         "(0.10.2.2); s\"Finished loading offsets and group metadata from $topicPartition in "
-         "... milliseconds.\" (1.1.1 - 2.4.1); '... for epoch $coordinatorEpoch, of which ... "
-         "milliseconds was spent in the scheduler.' (2.8.2 - trunk)",
-         re.compile(r"^Finished loading offsets (?:and group metadata )?from " + _TP +
-                    r" in (?P<ms>\d+) milliseconds(?: for epoch (?P<e>\d+))?"),
+    Kind("coordinator_loaded",
+         "core/.../coordinator/group/GroupMetadataManager.scala, loadGroupsAndOffsets: 'Finished "
+         "loading offsets from %s in %d milliseconds.' (0.10), '... and group metadata from ...' "
+         "(0.11-2.4), '... for epoch %d, of which %d milliseconds was spent in the scheduler.' "
+         "(2.8-4.0); group-coordinator/.../CoordinatorRuntime.java: 'Finished loading of metadata "
+         "from {} with epoch {} and LoadSummary={}.' (3.7, opt-in), coordinator-"
+         "common/.../CoordinatorRuntime.java: '... in {}ms where {}ms was spent in the scheduler. "
+         "...' (4.1)",
+         re.compile(r"^(?:Finished loading offsets (?:and group metadata )?from " + _TP +
+                    r" in (?P<ms>\d+) milliseconds(?: for epoch (?P<e>\d+))?|Finished loading of "
+                    r"metadata from (?P<tp2>\S+-\d+) with epoch (?P<e2>\d+) (?:in (?P<ms2>\d+)ms|"
+                    r"and LoadSummary=LoadSummary\(startTimeMs=(?P<start>\d+), endTimeMs="
+                    r"(?P<end>\d+)))"),
          _coordinator_loaded),
-    Kind("controller_elected", "core/.../controller/KafkaController.scala, elect: "
-         "s\"${config.brokerId} successfully elected as the controller\" (1.1.1, 2.0.1); "
-         "'... Epoch incremented to ... and epoch zk version is now ...' (2.4.1 - trunk)",
-         re.compile(r"^(?P<b>\d+) successfully elected as the controller(?:\. Epoch incremented "
-                    r"to (?P<e>\d+))?"),
+    Kind("controller_elected",
+         "core/.../controller/KafkaController.scala, elect: '%d successfully elected as the "
+         "controller' (0.11-2.0), '... Epoch incremented to %d and epoch zk version is now %d' "
+         "(2.4-3.x); core/.../server/ZookeeperLeaderElector.scala, elect: '%d successfully elected"
+         " as leader' (0.10); none in 4.x",
+         re.compile(r"^(?P<b>\d+) successfully elected as (?:the controller(?:\. Epoch incremented "
+                    r"to (?P<e>\d+))?|leader$)"),
          _controller_elected),
-    Kind("controlled_shutdown", "core/.../controller/KafkaController.scala, "
-         "doControlledShutdown: 'Shutting down broker ' + id (0.10.2.2); s\"Shutting down "
-         "broker $id\" (1.1.1 - trunk)",
+    Kind("controlled_shutdown",
+         "core/.../controller/KafkaController.scala, shutdownBroker (0.10) / doControlledShutdown "
+         "(0.11-3.x): 'Shutting down broker %d'; none in 4.x",
          re.compile(r"^Shutting down broker (?P<b>\d+)$"),
          _shutting_down),
-    Kind("log_dir_recovery", "core/.../log/LogManager.scala, loadLogs: s\"Attempting "
-         "recovery for all logs in ... since no clean shutdown file was found\" / s\"Skipping "
-         "recovery for all logs in ... since clean shutdown file was found\" (2.8.2); "
-         "s\"Recovering ... logs from ... since no clean shutdown file was found\" / "
-         "s\"Skipping recovery of ... logs from ... since clean shutdown file was found\" "
-         "(3.5.2, 3.7.1, trunk)",
+    Kind("log_dir_recovery",
+         "core/.../log/LogManager.scala, loadLogs: 'Found clean shutdown file. Skipping recovery "
+         "for all logs in data directory: %s' (DEBUG, 0.10-2.4; an unclean start says nothing "
+         "here); 'Attempting|Skipping recovery for all logs in %s since [no] clean shutdown file "
+         "was found' (2.8.2); 'Recovering %d logs from %s since no clean shutdown file was found' "
+         "/ 'Skipping recovery of %d logs from %s since clean shutdown file was found' (3.5-4.1)",
          re.compile(r"^(?:(?:Attempting recovery for all logs in|Recovering (?P<n>\d+) logs "
                     r"from) (?P<dir>\S+) since no clean shutdown file was found|Skipping "
                     r"recovery (?:for all logs in|of (?P<n2>\d+) logs from) (?P<dir2>\S+) since "
-                    r"(?P<clean>clean) shutdown file was found)"),
+                    r"(?P<clean>clean) shutdown file was found|Found clean shutdown file\. "
+                    r"Skipping recovery for all logs in data directory: (?P<dir3>\S+))"),
          lambda m, pre, rec: _dir_recovery_any(m, pre, rec)),
-    Kind("invalid_messages", "core/.../log/LogSegment.scala, recover: 'Found invalid messages "
-         "in log segment %s at byte offset %d: %s.' (0.10.2.2 - 3.5.2); storage/.../"
-         "LogSegment.java: \"Found invalid messages in log segment {} at byte offset {}.\" "
-         "(3.7.1, trunk)",
+    Kind("invalid_messages",
+         "core/.../log/LogSegment.scala, recover: 'Found invalid messages in log segment %s at "
+         "byte offset %d: %s.' (0.10-2.0), '...: %s. %s' (2.4-3.5); storage/.../LogSegment.java: "
+         "'... at byte offset {}.' (3.7-4.1)",
          re.compile(r"^Found invalid messages in log segment (?P<path>\S+) at byte offset "
                     r"(?P<pos>\d+)"),
          _invalid_messages),
-    Kind("found_deletable_segments", "core/.../log/Log.scala, deleteOldSegments: s\"Found "
-         "deletable segments with base offsets [...] due to $reason\" (1.1.1, 2.0.1, 2.4.1)",
+    Kind("found_deletable_segments",
+         "core/.../log/Log.scala, deleteOldSegments: 'Found deletable segments with base offsets "
+         "[%s] due to %s' (0.11-2.4); none in 0.10 or from 2.8 (segment_delete)",
          re.compile(r"^Found deletable segments with base offsets \[(?P<bases>[\d,]*)\] due to "
                     r"(?P<why>.+)$"),
          _deletable),
-    Kind("offline_leader_selected_010", "core/.../controller/PartitionLeaderSelector.scala, "
+    Kind("offline_leader_selected_010",
+         "core/.../controller/PartitionLeaderSelector.scala, "
          "OfflinePartitionLeaderSelector.selectLeader: 'No broker in ISR is alive for %s. Elect "
-         "leader %d from live brokers %s. There's potential data loss.' (warn) and 'Selected "
-         "new leader and ISR %s for offline partition %s' (0.10.2.2)",
+         "leader %d from live brokers %s. There's potential data loss.' (WARN) and 'Selected new "
+         "leader and ISR %s for offline partition %s' (0.10-1.0); the selector is gone from 1.1",
          re.compile(r"^(?:No broker in ISR is alive for (?P<tp>\[[^,\]]+,\d+\]|\S+-\d+)\. "
                     r"Elect leader (?P<l>-?\d+) from live brokers (?P<live>[\d,]*)\. There's "
                     r"potential data loss|Selected new leader and ISR (?P<state>\{.*\}) for "
                     r"offline partition (?P<tp2>\[[^,\]]+,\d+\]|\S+-\d+))"),
          _offline_010),
-    Kind("fetcher_added", "core/.../server/AbstractFetcherManager.scala, "
-         "addFetcherForPartitions: 'Added fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
-         "s\"Added fetcher to broker ${brokerAndFetcherId.broker} for partitions "
-         "$initialOffsetAndEpochs\" (2.1 - 2.3: the broker is a BrokerEndPoint, whose "
-         "toString (core/.../cluster/BrokerEndPoint.scala) is s\"BrokerEndPoint(id=$id, "
-         "host=$host:$port)\"); s\"Added fetcher to broker ${...broker.id} for partitions "
-         "...\" (2.4.1 - trunk)",
+    Kind("fetcher_added",
+         "core/.../server/AbstractFetcherManager.scala, addFetcherForPartitions: 'Added fetcher "
+         "for partitions %s' (0.10-2.0); 'Added fetcher to broker BrokerEndPoint(id=%d, "
+         "host=%s:%d) for partitions %s' (2.1-2.4); 'Added fetcher to broker %d for partitions %s'"
+         " (2.8-4.1, addPartitionsToFetcherThread)",
          re.compile(r"^Added fetcher (?:to broker (?:(?P<leader>\d+)|BrokerEndPoint\("
                     r"(?:id=)?(?P<leader_ep>\d+)[^)]*\)) )?for partitions (?P<parts>.*)$"),
          _fetcher("add")),
-    Kind("fetcher_removed", "core/.../server/AbstractFetcherManager.scala, "
-         "removeFetcherForPartitions: 'Removed fetcher for partitions %s' (0.10.2.2 - 2.0.1); "
-         "s\"Removed fetcher for partitions $partitions\" (2.4.1 - trunk)",
+    Kind("fetcher_removed",
+         "core/.../server/AbstractFetcherManager.scala, removeFetcherForPartitions: 'Removed "
+         "fetcher for partitions %s' (0.10-4.1)",
          re.compile(r"^Removed fetcher for partitions (?P<parts>.*)$"),
          _fetcher("remove")),
-    Kind("fetch_error", "core/.../server/AbstractFetcherThread.scala, processFetchRequest: "
-         "'Error for partition [%s,%d] to broker %d:%s' (0.10.2.2); s\"Error for partition "
-         "$topicPartition at offset ...\" (1.1.1 - 2.8.2)",
+    Kind("fetch_error",
+         "core/.../server/AbstractFetcherThread.scala, updatePartitionsWithError / "
+         "processFetchRequest: 'Error for partition [%s,%d] to broker %d:%s' (0.10, 0.11; 1.0.2 "
+         "names t-0); 'Error for partition %s at offset %d' + the exception (1.1-4.1)",
          re.compile(r"^Error for partition " + _TP + r"(?: to broker \d+:(?P<exc>[\w.$]+)| at "
                     r"offset (?P<o>\d+))"),
          _fetch_error),
-    Kind("alter_partition_rejected", "metadata/.../controller/ReplicationControlManager.java, "
-         "alterPartition: \"Rejecting AlterPartition request from node {} for {}-{} because "
-         "...\" (info/debug; 3.5.2, 3.7.1, trunk)",
+    Kind("alter_partition_rejected",
+         "metadata/.../controller/ReplicationControlManager.java, validateAlterPartitionData: "
+         "'Rejecting AlterPartition request from node {} for {}-{} because ...' (INFO/DEBUG; "
+         "3.5-4.1; the ZooKeeper controller's KafkaController.tryProcessAlterPartition too, "
+         "3.5-3.x); none before 3.2 (AlterIsr)",
          re.compile(r"^Rejecting AlterPartition request from node (?P<b>\d+) for "
                     r"(?P<t>\S+)-(?P<p>\d+) because (?P<why>.+)$"),
          _alter_rejected),
-    Kind("alter_partition_failed", "core/.../cluster/Partition.scala, "
-         "handleAlterPartitionError: s\"Failed to update ISR to $proposedIsrState due to "
-         "unexpected $error. Retrying.\" (warn; 2.8.2 - trunk); s\"Failed to alter partition to "
-         "$proposedIsrState since the controller rejected the request with $error. ...\" "
-         "(3.5.2 - trunk)",
+    Kind("alter_partition_failed",
+         "core/.../cluster/Partition.scala, handleAlterIsrResponse: 'Failed to update ISR to %s "
+         "due to unexpected %s. Retrying.' (WARN; 2.8.2), handleAlterPartitionError: the same and "
+         "'Failed to alter partition to %s since the controller rejected the request with %s. ...'"
+         " (3.5-4.1); none before 2.7",
          re.compile(r"^Failed to (?:update ISR|alter partition) to (?P<state>.+?) (?:due to "
                     r"unexpected|since the controller rejected the request with) "
                     r"(?P<err>[A-Z_]+)"),
          _alter_failed),
-    Kind("preferred_election_done", "core/.../controller/KafkaController.scala, "
-         "onPreferredReplicaElection / removePartitionsFromPreferredReplicaElection: 'Partition "
-         "%s completed preferred replica leader election. New leader is %d' and 'Partition %s "
-         "failed to complete preferred replica leader election. Leader is %d' (0.10.2.2; same "
-         "words as s-strings in 1.1.1, 2.0.1)",
+    Kind("preferred_election_done",
+         "core/.../controller/KafkaController.scala, removePartitionsFromPreferredReplicaElection:"
+         " 'Partition %s completed preferred replica leader election. New leader is %d' "
+         "(0.10-3.x); 'Partition %s failed to complete preferred replica leader election. Leader "
+         "is %d' (0.10-1.1), '... election to %d. Leader is still %d' (2.0-3.x); none in 4.x",
          re.compile(r"^Partition " + _TP + r" (?:(?P<ok>completed) preferred replica leader "
                     r"election\. New leader is|failed to complete preferred replica leader "
-                    r"election\. Leader is) (?P<l>-?\d+)"),
+                    r"election(?: to \d+)?\. Leader is(?: still)?) (?P<l>-?\d+)"),
          _preferred_done),
-    Kind("coordinator_unloaded", "core/.../coordinator/group/GroupMetadataManager.scala, "
-         "removeGroupsForPartition: s\"Finished unloading $topicPartition. Removed ... cached "
-         "offsets and ... cached groups.\" (1.1.1 - 2.4.1); s\"Finished unloading "
-         "$topicPartition for coordinator epoch ... Removed ...\" (2.8.2 - trunk)",
-         re.compile(r"^Finished unloading " + _TP + r"(?: for coordinator epoch (?P<e>\d+))?\. "
-                    r"Removed (?P<o>\d+) cached offsets and (?P<g>\d+) cached groups"),
+    Kind("coordinator_unloaded",
+         "core/.../coordinator/group/GroupMetadataManager.scala, removeGroupsAndOffsets: 'Finished"
+         " unloading %s. Removed %d cached offsets and %d cached groups.' (0.11-2.4), '... for "
+         "coordinator epoch %d. ...' (2.8-4.0); CoordinatorRuntime.java: 'Finished unloading "
+         "metadata for {} with epoch {}.' (3.7 opt-in, 4.x); 0.10.2.2 logs only non-zero counts "
+         "('Removed %d cached offsets for %s on follower transition.')",
+         re.compile(r"^(?:Finished unloading " + _TP + r"(?: for coordinator epoch (?P<e>\d+))?\. "
+                    r"Removed (?P<o>\d+) cached offsets and (?P<g>\d+) cached groups|Finished "
+                    r"unloading metadata for (?P<tp2>\S+-\d+) with epoch (?P<e2>\d+))"),
          _coordinator_unloaded),
-    Kind("controller_ready", "core/.../controller/KafkaController.scala, "
-         "onControllerFailover: 'Broker %d is ready to serve as the new controller with epoch "
-         "%d' (0.10.2.2); s\"Ready to serve as the new controller with epoch $epoch\" (1.1.1 - "
-         "trunk)",
+    Kind("controller_ready",
+         "core/.../controller/KafkaController.scala, onControllerFailover: 'Broker %d is ready to "
+         "serve as the new controller with epoch %d' (0.10, 0.11), 'Ready to serve as the new "
+         "controller with epoch %d' (1.0-3.x); none in 4.x",
          re.compile(r"^(?:Broker (?P<b>\d+) is r|R)eady to serve as the new controller with "
                     r"epoch (?P<e>\d+)"),
          _controller_ready),
-    Kind("not_enough_replicas", "core/.../cluster/Partition.scala, appendRecordsToLeader: "
+    Kind("not_enough_replicas",
+         "core/.../cluster/Partition.scala, appendRecordsToLeader (NotEnoughReplicasException): "
          "'Number of insync replicas for partition %s is [%d], below required minimum [%d]' "
-         "(1.0.2); s\"The size of the current ISR ${inSyncReplicas} is insufficient to "
-         "satisfy the min.isr requirement of $minIsr for partition $topicPartition\" (2.4.1)",
-         re.compile(r"(?:The size of the current ISR (?P<isr>.*?) is insufficient to satisfy "
+         "(0.10-2.0); 'The size of the current ISR %s is insufficient to satisfy the min.isr "
+         "requirement of %d for partition %s' (2.4-4.0); 'The size of the current ISR : %d ... for"
+         " partition %s, live replica(s) broker.id are : %s' (4.1)",
+         re.compile(r"(?:The size of the current ISR : (?P<n3>\d+) is insufficient to satisfy the "
+                    r"min\.isr requirement of (?P<min3>\d+) for partition (?P<tp3>\S+-\d+), live "
+                    r"replica\(s\) broker\.id are : (?P<isr3>.*)"
+                    r"|The size of the current ISR (?P<isr>.*?) is insufficient to satisfy "
                     r"the min\.isr requirement of (?P<min>\d+) for partition (?P<tp>\S+-\d+)"
                     r"|Number of insync replicas for partition (?P<tp2>\S+-\d+) is "
                     r"\[(?P<n>\d+)\], below required minimum \[(?P<min2>\d+)\])"),
