@@ -94,7 +94,13 @@ class Broker(Machine):
     def controller(self) -> Address:
         return (self.controller_node, CONTROLLER[1])
 
-    def _next_controller(self, leader_id: int = -1) -> None:
+    def _follow(self, node: str, reason: str) -> None:
+        if node != self.controller_node:
+            self.controller_node = node
+            self.emit("controller_followed", broker=self.broker_id, controller=node,
+                      reason=reason)
+
+    def _next_controller(self, leader_id: int = -1, reason: str = "timeout") -> None:
         """Fail over to the controller named (a NotController answer), else the next one
         (a request that timed out): ``RaftControllerNodeProvider`` learns the leader from
         the quorum; isrlab's broker learns it from the controllers' answers and from the
@@ -103,11 +109,11 @@ class Broker(Machine):
             return
         named = f"controller-{leader_id}"
         if leader_id >= 0 and named in self.controllers:
-            self.controller_node = named
+            self._follow(named, "not_controller")
         else:
             i = self.controllers.index(self.controller_node) if (
                 self.controller_node in self.controllers) else -1
-            self.controller_node = self.controllers[(i + 1) % len(self.controllers)]
+            self._follow(self.controllers[(i + 1) % len(self.controllers)], reason)
 
     def start(self) -> None:
         self._register()
@@ -161,7 +167,7 @@ class Broker(Machine):
                 return   # a zombie controller (controller-epoch fencing)
             self.controller_epoch = msg.controller_epoch
             if self.controllers and src[0] in self.controllers:
-                self.controller_node = src[0]   # the active controller publishes
+                self._follow(src[0], "published")   # the active controller publishes
             key = (msg.topic, msg.partition)
             if msg.partition_epoch < self.partition_epochs.get(key, -1):
                 return   # reordered: an older state of the same controller
@@ -184,7 +190,7 @@ class Broker(Machine):
                 return
             self.controller_epoch = msg.controller_epoch
             if self.controllers and src[0] in self.controllers:
-                self.controller_node = src[0]
+                self._follow(src[0], "published")
             self.broker_states = msg.brokers
             for tp in sorted(self.hosted):
                 self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
@@ -219,7 +225,7 @@ class Broker(Machine):
             # KRaft's NOT_CONTROLLER: ask the leader it names (at once, if that is another
             # node and this broker is not registered yet; else at the next heartbeat)
             was = self.controller_node
-            self._next_controller(msg.leader_id)
+            self._next_controller(msg.leader_id, "not_controller")
             self._heartbeat_unanswered_us = -1
             if self.controller_node != was and self.broker_epoch < 0 and msg.leader_id >= 0:
                 self._register()

@@ -215,6 +215,7 @@ class QuorumController(Machine):
         self._tick_at = -1
         self._transitions_seen = 0
         self._hw = -1
+        self._traced_end = disk.log.end_offset
         #: the request in flight to each peer (for a connection reset)
         self._inflight: dict[int, int] = {}
         # the active controller
@@ -292,6 +293,7 @@ class QuorumController(Machine):
             self._replay()
             self._claim_or_renounce()
             self._release()
+            self._trace_appends()
             if client.log.end_offset == end:
                 break
         if deadline != FOREVER and deadline != self._tick_at:
@@ -299,6 +301,20 @@ class QuorumController(Machine):
             self._tick_at = deadline
             self._out.append(Timer(max(0, deadline * 1000 - self.now_us), _RaftTick(
                 self._tick_token)))
+
+    def _trace_appends(self) -> None:
+        """``raft_append``: what this node appended as leader since the last call (the
+        kinds of its records: the LeaderChange control record first in a new epoch)."""
+        client = self.client
+        assert client is not None
+        log = client.log
+        end, self._traced_end = self._traced_end, log.end_offset
+        if log.end_offset <= end or not client.quorum.is_leader():
+            return
+        self.emit("raft_append", voter=self.node_id, epoch=client.quorum.epoch, first=end,
+                  last=log.end_offset - 1,
+                  records=[("LeaderChange" if type(r) is LeaderChangeMessage else r[0])
+                           for _, _, r in log.read(end)])
 
     def _send_outbox(self) -> None:
         client = self.client

@@ -117,6 +117,10 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "raft_transition": ("voter", "from", "to", "epoch", "leader"),
     "raft_vote": ("voter", "candidate", "epoch", "granted"),
     "raft_hw": ("voter", "hw", "leo", "epoch"),
+    "raft_append": ("voter", "epoch", "first", "last", "records"),
+    # a broker of a quorum-run cluster turns to another controller (a NotController
+    # answer, a request that timed out, committed states from the active one)
+    "controller_followed": ("broker", "controller", "reason"),
     "metadata_apply": ("voter", "first", "offset"),
     "controller_renounced": ("voter", "epoch", "dropped"),
     "convergence": ("topic", "partition", "converged", "detail"),
