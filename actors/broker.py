@@ -47,6 +47,7 @@ from actors.messages import (
     Tick,
     metadata_view_crc,
 )
+from actors.quorum_messages import NotController
 
 CONTROLLER: Address = ("controller", "controller")
 
@@ -55,7 +56,7 @@ class Broker(Machine):
     def __init__(self, node: str, broker_id: int, disk: BrokerDisk, *, incarnation: int,
                  hosted: tuple[tuple[str, int], ...] | list[tuple[str, int]],
                  heartbeat_interval_ms: int, heartbeat_timeout_ms: int = 4500,
-                 registration_retry_ms: int = 1000) -> None:
+                 registration_retry_ms: int = 1000, controllers: tuple[str, ...] = ()) -> None:
         super().__init__(node, "broker")
         self.broker_id = broker_id
         self.disk = disk
@@ -83,13 +84,43 @@ class Broker(Machine):
         self._shutdown_tries = 0
         self._shutdown_max_retries = 0
         self._shutdown_backoff_ms = 0
+        #: with a controller quorum (``cluster.controller_quorum``): the controller nodes,
+        #: and the one this broker believes active (Kafka's ``ControllerNodeProvider``);
+        #: without one, the single controller
+        self.controllers = controllers
+        self.controller_node = controllers[0] if controllers else CONTROLLER[0]
+
+    @property
+    def controller(self) -> Address:
+        return (self.controller_node, CONTROLLER[1])
+
+    def _follow(self, node: str, reason: str) -> None:
+        if node != self.controller_node:
+            self.controller_node = node
+            self.emit("controller_followed", broker=self.broker_id, controller=node,
+                      reason=reason)
+
+    def _next_controller(self, leader_id: int = -1, reason: str = "timeout") -> None:
+        """Fail over to the controller named (a NotController answer), else the next one
+        (a request that timed out): ``RaftControllerNodeProvider`` learns the leader from
+        the quorum; isrlab's broker learns it from the controllers' answers and from the
+        committed states the active one sends."""
+        if not self.controllers:
+            return
+        named = f"controller-{leader_id}"
+        if leader_id >= 0 and named in self.controllers:
+            self._follow(named, "not_controller")
+        else:
+            i = self.controllers.index(self.controller_node) if (
+                self.controller_node in self.controllers) else -1
+            self._follow(self.controllers[(i + 1) % len(self.controllers)], reason)
 
     def start(self) -> None:
         self._register()
 
     def _register(self) -> None:
         self._registering += 1
-        self.send(CONTROLLER, BrokerRegistration(self.broker_id, self.incarnation,
+        self.send(self.controller, BrokerRegistration(self.broker_id, self.incarnation,
                                                  self.clean_shutdown))
         self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
 
@@ -99,10 +130,11 @@ class Broker(Machine):
         (the next one opens a new connection); then this one starts the wait."""
         since = self._heartbeat_unanswered_us
         if since >= 0 and self.now_us - since >= self.heartbeat_timeout_ms * 1000:
-            self.emit("request_failed", peer=CONTROLLER[0],
+            self.emit("request_failed", peer=self.controller_node,
                       request="BrokerHeartbeat" if self.broker_epoch >= 0
                       else "BrokerRegistration", reason="timeout")
-            self.disconnect(CONTROLLER[0])
+            self.disconnect(self.controller_node)
+            self._next_controller()
             since = -1
         self._heartbeat_unanswered_us = self.now_us if since < 0 else since
 
@@ -112,7 +144,7 @@ class Broker(Machine):
             return
         self._shutdown_tries += 1
         self.shutdown_state = "requested"
-        self.send(CONTROLLER, ControlledShutdownRequest(self.broker_id, self.broker_epoch))
+        self.send(self.controller, ControlledShutdownRequest(self.broker_id, self.broker_epoch))
         # an unanswered request is retried too
         self.timer(self._shutdown_backoff_ms, Tick("shutdown_retry", self._shutdown_tries, 0))
 
@@ -134,6 +166,8 @@ class Broker(Machine):
             if msg.controller_epoch < self.controller_epoch:
                 return   # a zombie controller (controller-epoch fencing)
             self.controller_epoch = msg.controller_epoch
+            if self.controllers and src[0] in self.controllers:
+                self._follow(src[0], "published")   # the active controller publishes
             key = (msg.topic, msg.partition)
             if msg.partition_epoch < self.partition_epochs.get(key, -1):
                 return   # reordered: an older state of the same controller
@@ -155,6 +189,8 @@ class Broker(Machine):
             if msg.controller_epoch < self.controller_epoch:
                 return
             self.controller_epoch = msg.controller_epoch
+            if self.controllers and src[0] in self.controllers:
+                self._follow(src[0], "published")
             self.broker_states = msg.brokers
             for tp in sorted(self.hosted):
                 self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
@@ -175,7 +211,7 @@ class Broker(Machine):
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
                     self._await_controller()
-                    self.send(CONTROLLER, BrokerHeartbeat(self.broker_id, self.broker_epoch,
+                    self.send(self.controller, BrokerHeartbeat(self.broker_id, self.broker_epoch,
                                                               self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
             elif (msg.kind == "shutdown_retry" and self.shutdown_state == "requested"
@@ -185,6 +221,14 @@ class Broker(Machine):
                 if msg.token == self._registering and self.broker_epoch < 0:
                     self._await_controller()
                     self._register()
+        elif t is NotController:
+            # KRaft's NOT_CONTROLLER: ask the leader it names (at once, if that is another
+            # node and this broker is not registered yet; else at the next heartbeat)
+            was = self.controller_node
+            self._next_controller(msg.leader_id, "not_controller")
+            self._heartbeat_unanswered_us = -1
+            if self.controller_node != was and self.broker_epoch < 0 and msg.leader_id >= 0:
+                self._register()
         elif t is ControlledShutdown:
             if not self.shutdown_state:
                 self._shutdown_max_retries = msg.max_retries

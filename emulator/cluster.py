@@ -19,6 +19,7 @@ network, the nemesis and each client by name.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import random
 import signal
@@ -50,6 +51,14 @@ from actors.messages import (
     UnregisterBroker,
 )
 from actors.producer import Producer, ProducerConfig
+from actors.quorum_controller import (
+    CONTROLLER_ID_BASE,
+    ControllerDisk,
+    QuorumController,
+    QuorumView,
+    controller_node,
+)
+from actors.raft.config import raft_rules_for
 from actors.replica import Replica, ReplicaConfig
 from actors.replica_manager import ReplicaManager
 from emulator.choice import Driver, Oracle, ScriptedOracle, Window
@@ -138,7 +147,14 @@ class Cluster:
         #: the partitions every broker has a replica machine for: those of the controller,
         #: and those a create_topic / add_partitions step asked for (idle until created)
         self.partition_names: set[tuple[str, int]] = set(self.store.partitions)
-        self.node_names: list[str] = ["controller"] + [
+        #: the controller quorum (``cluster.controller_quorum``; none: the single controller
+        #: node "controller"): voter ids, their nodes and disks; ``store`` is then the
+        #: committed metadata as the controllers replay it (:class:`QuorumView`)
+        self.voters = tuple(CONTROLLER_ID_BASE + i
+                            for i in range(cl.get("controller_quorum", 0)))
+        self.controller_nodes = [controller_node(v) for v in self.voters]
+        self.controller_disks = {v: ControllerDisk() for v in self.voters}
+        self.node_names: list[str] = (self.controller_nodes or ["controller"]) + [
             f"broker-{b}" for b in (*self.broker_ids, *self.spare_ids)]
         self._build_nodes()
         self.plan: list[dict[str, Any]] = list(sc["faults"]["plan"])
@@ -217,14 +233,20 @@ class Cluster:
         cl = sc["cluster"]
         rules = self.rules
 
-        def controller_factory(node: Node) -> list[Machine]:
-            return [Controller(
-                self.store, rules, brokers=self.broker_ids,
+        def make_controller(store: ControllerStore) -> Controller:
+            return Controller(
+                store, rules, brokers=self.broker_ids,
                 session_timeout_ms=cl["broker.session.timeout.ms"], invariants=sc["invariants"],
                 auto_leader_rebalance=cl["auto.leader.rebalance.enable"],
                 imbalance_check_interval_ms=cl["leader.imbalance.check.interval.seconds"] * 1000,
-                imbalance_per_broker_pct=cl["leader.imbalance.per.broker.percentage"])]
-        self.sched.add_node(Node("controller", self.store, controller_factory))
+                imbalance_per_broker_pct=cl["leader.imbalance.per.broker.percentage"])
+
+        if self.voters:
+            self._build_quorum(make_controller)
+        else:
+            def controller_factory(node: Node) -> list[Machine]:
+                return [make_controller(self.store)]
+            self.sched.add_node(Node("controller", self.store, controller_factory))
 
         every = (*self.broker_ids, *self.spare_ids)
         for b in every:
@@ -243,7 +265,8 @@ class Cluster:
                 machines: list[Machine] = [Broker(
                     node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
                     heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"],
-                    heartbeat_timeout_ms=cl["broker.session.timeout.ms"] // 2)]
+                    heartbeat_timeout_ms=cl["broker.session.timeout.ms"] // 2,
+                    controllers=tuple(self.controller_nodes))]
                 replicas = [Replica(node.name, b, disk.logs.get(tp) or PartitionLog(*tp), rules,
                                     self._replica_cfg(self.topic_cfg[tp[0]]),
                                     clean_start=clean or node.incarnation == 1,
@@ -333,6 +356,50 @@ class Cluster:
                 self.node_names.append(name)
                 self.consumers.append(name)
 
+    def _build_quorum(self, make_controller: Callable[[ControllerStore], Controller]) -> None:
+        """One :class:`QuorumController` node per voter: every one starts from the
+        cluster's bootstrap metadata (the initial partitions, as a bootstrap checkpoint
+        gives them) and replays the committed log over it."""
+        base = copy.deepcopy(self.store)
+        self.quorum_view = QuorumView(self.store)
+        raft_rules = raft_rules_for(self.sc["protocol"])
+        for v in self.voters:
+            def factory(node: Node, v: int = v) -> list[Machine]:
+                return [QuorumController(
+                    node.name, v, self.voters, self.controller_disks[v], base,
+                    self.quorum_view, make_controller,
+                    self.rng.child(f"{node.name}/{node.incarnation}/raft"), raft_rules)]
+            self.sched.add_node(Node(controller_node(v), self.controller_disks[v], factory))
+        self.sched.route = self._route_to_controller
+
+    def _route_to_controller(self, m: Machine, name: str) -> str:
+        """A frame a broker's actor sends to "controller" goes to the controller its
+        broker believes active (Kafka's ``BrokerToControllerChannelManager``)."""
+        node = self.sched.nodes.get(m.node)
+        broker = node.machines.get("broker") if node is not None else None
+        if isinstance(broker, Broker):
+            return broker.controller_node
+        return self.active_controller() or self.controller_nodes[0]
+
+    def active_controller(self) -> str:
+        """The node of the controller serving as active now ("controller" without a
+        quorum; with one: the active controller, else the Raft leader, else "")."""
+        if not self.voters:
+            return "controller"
+        leader = ""
+        for name in self.controller_nodes:
+            n = self.sched.nodes[name]
+            m = n.machines.get("controller") if n.state != "down" else None
+            if isinstance(m, QuorumController):
+                if m.active:
+                    return name
+                if not leader and m.client is not None and m.client.quorum.is_leader():
+                    leader = name
+        return leader
+
+    def _controller_address(self) -> tuple[str, str]:
+        return (self.active_controller() or self.controller_nodes[0], "controller")
+
     def _connection_rng(self, node: Node) -> random.Random:
         """A client's reconnect-backoff jitter: its own stream, so that a disconnect does not
         shift the producer's key draws."""
@@ -348,6 +415,9 @@ class Cluster:
             return [str(t) for t in target]
         if not target:
             return []
+        if target == "controller" and self.voters:
+            active = self.active_controller()
+            return [active] if active else []
         if isinstance(target, str) and target.startswith("leader:"):
             topic, _, p = target[7:].rpartition("-")
             rec = self.store.partitions.get((topic, int(p)))
@@ -432,7 +502,7 @@ class Cluster:
         self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="start",
                         moves=[f"{t}-{p}:{','.join(map(str, r))}" for t, p, r in moves])
         if moves:
-            self.sched.inject(("controller", "controller"),
+            self.sched.inject(self._controller_address(),
                               AlterPartitionReassignments(tuple(moves), 0))
 
         def poll() -> None:
@@ -442,7 +512,7 @@ class Cluster:
             if self.sched.nodes[node].state != "down":
                 self.shutdown(node)
             self.absent.add(node)
-            self.sched.inject(("controller", "controller"), UnregisterBroker(b))
+            self.sched.inject(self._controller_address(), UnregisterBroker(b))
             self.sched.emit("sim", "nemesis", "decommission", broker=b, phase="done")
         self.sched.at(self.sched.now + US // 10, poll)
 
@@ -546,11 +616,11 @@ class Cluster:
     def elect_preferred(self, partitions: list[str]) -> None:
         """``kafka-leader-election --election-type preferred`` for ``partitions`` (names;
         none: every partition), delivered to the controller."""
-        n = self.sched.nodes.get("controller")
+        n = self.sched.nodes.get(self.active_controller())
         if n is None or n.state == "down":
             return
         parts = tuple(sorted((t, int(p)) for t, _, p in (x.rpartition("-") for x in partitions)))
-        self.sched.inject(("controller", "controller"), ElectLeaders("preferred", parts, 0))
+        self.sched.inject(self._controller_address(), ElectLeaders("preferred", parts, 0))
 
     def reassign(self, partitions: list[str], replicas: list[int], throttle: int = 0) -> None:
         """``kafka-reassign-partitions``: move ``partitions`` (names) to ``replicas`` (broker
@@ -558,7 +628,7 @@ class Cluster:
         ``throttle`` (bytes/s, ``--throttle``): the existing replicas are leader-throttled
         and the adding ones follower-throttled at that rate on every broker involved, until
         the move is over (``--verify``, checked every second, removes it)."""
-        n = self.sched.nodes.get("controller")
+        n = self.sched.nodes.get(self.active_controller())
         if n is None or n.state == "down":
             return
         target = tuple(replicas)
@@ -572,7 +642,7 @@ class Cluster:
                                               tuple(b for b in target if b not in rec.replicas))
             self._push_throttles()
             self.sched.at(self.sched.now + US, self._verify_throttles)
-        self.sched.inject(("controller", "controller"), AlterPartitionReassignments(parts, 0))
+        self.sched.inject(self._controller_address(), AlterPartitionReassignments(parts, 0))
 
     def create_topic(self, topic: str) -> None:
         """``kafka-topics --create`` for a ``[[topics]]`` entry with ``create_at_start =
@@ -593,7 +663,8 @@ class Cluster:
         may create (as a broker answers for any partition), then the request goes to the
         controller. While the controller is down the admin client retries every 100 ms,
         for up to ``default.api.timeout.ms`` (60 s), then gives up (traced)."""
-        if self.sched.nodes["controller"].state == "down":
+        active = self.active_controller()
+        if not active or self.sched.nodes[active].state == "down":
             if waited_s >= 60.0:
                 self.sched.emit("sim", "nemesis", "create_partitions", topic=topic,
                                 request=type(msg).__name__, old=-1, count=count,
@@ -615,7 +686,7 @@ class Cluster:
                             hosted=False)
                 manager.add_replica(r)
                 self.sched.add_machine(node.name, r, REPLICA_MANAGER)
-        self.sched.inject(("controller", "controller"), msg)
+        self.sched.inject(self._controller_address(), msg)
 
     def _throttle_of(self, b: int) -> tuple[int, set[tuple[str, int]], int,
                                             set[tuple[str, int]]]:

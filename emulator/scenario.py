@@ -132,6 +132,11 @@ CLUSTER: dict[str, Key] = {
     # brokers brokers+1 .. brokers+spare.brokers: not started with the cluster; an
     # add_broker step starts one (a new broker id registering mid-run)
     "spare.brokers": Key(INT, 0, _between(0, 1000, "spare brokers")),
+    # KRaft eras: the controllers as a Raft quorum of this many voters (nodes
+    # controller-3000, controller-3001, ...; actors.quorum_controller); 0, the default: the
+    # single controller node "controller" (the key is then left out of the resolved
+    # scenario, so that traces recorded before it existed stay byte-identical)
+    "controller_quorum": Key(INT, 0, _between(0, 9, "controller quorum voters")),
     "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
     "num.replica.fetchers": Key(INT, 1, _between(1, 1000, "fetcher threads per broker pair")),
@@ -426,6 +431,11 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         raise src.error("cluster.offsets.topic.replication.factor",
                         f"{cluster['offsets.topic.replication.factor']} is above the broker "
                         f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
+    if cluster["controller_quorum"] == 0:
+        del cluster["controller_quorum"]
+    elif sc["protocol"] not in ("3.7", "4.1"):
+        raise src.error("cluster.controller_quorum", f"a controller quorum is KRaft's: the "
+                        f"{sc['protocol']} era's controller is ZooKeeper's")
     sc["cluster"] = cluster
 
     topics_raw = raw.get("topics", [{}])
@@ -767,6 +777,8 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     every = sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"]
     nodes = {"controller", *(f"broker-{b}" for b in range(1, every + 1)),
              *(producer_node(i) for i in range(len(sc["producers"])))}
+    nodes |= {f"controller-{3000 + i}"
+              for i in range(sc["cluster"].get("controller_quorum", 0))}
     nodes |= {consumer_node(c["group"], m) for c in sc["consumers"] for m in range(c["members"])}
     if sc["admin"]:
         nodes.add("admin")

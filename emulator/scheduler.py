@@ -131,6 +131,9 @@ class Scheduler:
         self._tcp_ids: dict[int, int] = {}
         #: the choice points of an explored run (emulator.choice.Driver), or None
         self.chooser: Driver | None = None
+        #: with a controller quorum: where a frame to the node "controller" (or a
+        #: disconnect from it) goes — the controller its sender's node believes active
+        self.route: Callable[[Machine, str], str] | None = None
 
     # -- building --------------------------------------------------------------------------
     def add_node(self, node: Node) -> None:
@@ -417,6 +420,8 @@ class Scheduler:
                 self.writer.emit(now, m.node, m.name, e.event, e.fields)
             elif e[0] == "s":  # type: ignore[index]
                 _, dst, frame = e  # type: ignore[misc]
+                if self.route is not None and dst[0] == "controller":
+                    dst = (self.route(m, dst[0]), dst[1])
                 net = self.network
                 fate = net.send(now, m.address, dst, frame)
                 mid = self._trace_send(m, dst, frame, fate) if self.trace_messages else 0
@@ -438,6 +443,8 @@ class Scheduler:
                     self._network_io()
             elif e[0] == "d":  # type: ignore[index]
                 peer = e[1]  # type: ignore[index]
+                if self.route is not None and peer == "controller":
+                    peer = self.route(m, peer)
                 discarded = self.network.close(m.address, peer)
                 self.writer.emit(now, m.node, m.name, "connection_close",
                                  {"peer": peer, "discarded": len(discarded)})

@@ -186,7 +186,8 @@ def resolve(world: World, target: Any) -> list[str]:
         t = str(t)
         if t.startswith("follower:"):
             nodes += _follower(world, t)
-        elif t.startswith("leader:"):
+        elif t.startswith("leader:") or t == "controller":
+            # "controller": the active one when the controllers are a quorum
             nodes += world.resolve_target(t)
         elif t.startswith("coordinator:"):
             nodes += world.resolve_target(world.coordinator_of(t[len("coordinator:"):]))

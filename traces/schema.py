@@ -109,6 +109,20 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "partition_offline": ("topic", "partition", "leader_epoch"),
     "partition_state": ("topic", "partition", "path", "state"),
     "controller_elected": ("controller_epoch",),
+    # the KRaft controller quorum (cluster.controller_quorum; actors.quorum_controller):
+    # a voter's Raft state change (from/to: unattached, voted, candidate, leader, follower,
+    # resigned), its answer to a candidate's Vote, its metadata high watermark (on change),
+    # the committed records it replayed (first..offset), and an active controller that lost
+    # the leadership (what waited for a commit is dropped)
+    "raft_transition": ("voter", "from", "to", "epoch", "leader"),
+    "raft_vote": ("voter", "candidate", "epoch", "granted"),
+    "raft_hw": ("voter", "hw", "leo", "epoch"),
+    "raft_append": ("voter", "epoch", "first", "last", "records"),
+    # a broker of a quorum-run cluster turns to another controller (a NotController
+    # answer, a request that timed out, committed states from the active one)
+    "controller_followed": ("broker", "controller", "reason"),
+    "metadata_apply": ("voter", "first", "offset"),
+    "controller_renounced": ("voter", "epoch", "dropped"),
     "convergence": ("topic", "partition", "converged", "detail"),
     "assignment": ("group", "consumer", "generation", "partitions"),
     "delete_records": ("topic", "partition", "offset", "leader"),

@@ -1,0 +1,461 @@
+"""A KRaft controller node: the Raft core (:mod:`actors.raft`) hosting the controller logic.
+
+One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenario key
+``cluster.controller_quorum``). It is the shell of docs/kraft-quorum.md around a
+:class:`actors.raft.client.KafkaRaftClient` and the state machine Kafka's
+``QuorumController`` is (3.7.0, ``metadata/src/main/java/org/apache/kafka/controller/``):
+
+* **Raft I/O.** Inbound :class:`~actors.quorum_messages.RaftEnvelope` frames go to the
+  client (``handle_request`` / ``handle_response``; a connection reset fails the request in
+  flight to that peer: ``handle_send_failure``); after every call the client's outbox is
+  sent and one self-addressed timer is kept at the deadline ``poll`` returns (a token makes
+  stale ones no-ops).
+* **Durability** (:class:`ControllerDisk`, the node's storage): the ``quorum-state`` file
+  (every ``write_election_state`` is Kafka's atomic temp-file-and-rename write,
+  ``FileBasedStateStore``) and the metadata log (KRaft flushes a voter's log before it
+  fetches again and after each leader append: every entry is on disk) survive every crash;
+  the high watermark does not (it is re-learnt from the leader).
+* **The image.** Every controller replays the committed records (below the high watermark)
+  in offset order into its committed image, a :class:`~actors.controller.ControllerStore`
+  (``QuorumController.QuorumMetaLogListener.handleCommit`` -> ``replay``); the LeaderChange
+  control record is skipped.
+* **The active controller** is the Raft leader once it has replayed its own epoch's
+  LeaderChange record (Kafka claims leadership in ``handleLeaderChange`` when the listener
+  has caught up to the epoch start offset; here: the high watermark is past it). It runs
+  today's :class:`~actors.controller.Controller` on a working copy of the committed image:
+  like Kafka's active controller, which replays its own records into its in-memory state
+  at once and reverts to the last committed snapshot when it loses the leadership
+  (``SnapshotRegistry.revertToSnapshot`` in ``renounce``). What one operation changed
+  becomes one batch of metadata records (``schedule_append``, ``appendRecords``); the
+  operation's sends (answers, partition states to the brokers) and trace events wait in a
+  purgatory until the batch commits (``ControllerPurgatory``, keyed by offset): a change
+  *takes effect* only once committed. An operation that wrote nothing answers once
+  everything appended before it is committed (it may have read it). Losing the leadership
+  drops the purgatory (the brokers retry against the new active controller, as Kafka's
+  NOT_CONTROLLER path does).
+* A controller that is not active answers a broker's registration, heartbeat and controlled
+  shutdown with :class:`~actors.quorum_messages.NotController` naming the leader it knows;
+  other requests are dropped (their senders retry).
+
+The trace: ``raft_transition`` (node, from, to, epoch, leader), ``raft_vote`` (a voter's
+answer: candidate, epoch, granted), ``raft_hw`` (node, hw: on change), ``metadata_apply``
+(node, first, offset: the committed records a controller replayed). A batch's ``Trace``
+record is emitted by the first controller of the run to replay it (the shared
+:class:`QuorumView`, which is also the runtime's view of the committed metadata).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from actors.controller import BrokerRecord, Controller, ControllerStore, PartitionRecord
+from actors.core import Address, CancelTimer, Emit, Machine, Send, Timer
+from actors.messages import (
+    AlterPartition,
+    AlterPartitionReassignments,
+    BrokerHeartbeat,
+    BrokerRegistration,
+    ControlledShutdownRequest,
+    CreatePartitions,
+    CreateTopics,
+    ElectLeaders,
+    UnregisterBroker,
+)
+from actors.quorum_messages import NotController, RaftEnvelope, envelope, unwrap
+from actors.raft.client import KafkaRaftClient
+from actors.raft.config import QuorumConfig, RaftRules
+from actors.raft.election import MemoryQuorumStateStore
+from actors.raft.errors import NotLeaderError
+from actors.raft.log import RaftLog
+from actors.raft.messages import LeaderChangeMessage, VoteResponse
+from actors.raft.timer import FOREVER
+
+#: controller node ids start here (never a broker id); node ``controller-<id>``
+CONTROLLER_ID_BASE: Final = 3000
+CONTROLLER_PREFIX: Final = "controller-"
+
+#: the requests only the active controller serves
+_CONTROLLER_REQUESTS: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest,
+                               AlterPartition, ElectLeaders, AlterPartitionReassignments,
+                               UnregisterBroker, CreateTopics, CreatePartitions)
+#: of those, the ones a non-active controller answers with NotController
+_REDIRECTED: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest)
+
+
+def controller_node(node_id: int) -> str:
+    return f"{CONTROLLER_PREFIX}{node_id}"
+
+
+def controller_id(node: str) -> int:
+    """The node id of controller node ``node`` (-1: not a controller node)."""
+    rest = node[len(CONTROLLER_PREFIX):] if node.startswith(CONTROLLER_PREFIX) else ""
+    return int(rest) if rest.isdigit() else -1
+
+
+@dataclass
+class ControllerDisk:
+    """A controller node's storage: the quorum-state file and the metadata log survive a
+    crash (see the module note); the high watermark is in memory only."""
+
+    log: RaftLog = field(default_factory=RaftLog)
+    state: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
+
+    def crash(self, power_loss: bool, now_ms: int = 0) -> None:
+        self.log.high_watermark = 0
+
+
+@dataclass
+class QuorumView:
+    """The committed metadata as the runtime sees it (fault targets, convergence): the
+    records every controller replays, applied once, in offset order, by whichever
+    controller replays each first. Not read by any controller's decisions."""
+
+    store: ControllerStore
+    applied: int = 0
+
+
+@dataclass(slots=True)
+class _RaftTick:
+    token: int
+
+
+@dataclass(slots=True)
+class _InnerTimer:
+    generation: int
+    msg: Any
+
+
+# -- metadata records ------------------------------------------------------------------------
+def partition_record(p: PartitionRecord) -> tuple[Any, ...]:
+    return ("PartitionRecord", p.topic, p.partition, tuple(p.replicas), p.min_isr, p.unclean,
+            p.leader, p.leader_epoch, tuple(p.isr), tuple(p.elr), tuple(p.last_known_elr),
+            p.partition_epoch, p.recovering, tuple(p.adding), tuple(p.removing))
+
+
+def broker_record(b: int, r: BrokerRecord) -> tuple[Any, ...]:
+    return ("BrokerRecord", b, r.epoch, r.incarnation, r.fenced, r.shutting_down)
+
+
+def meta_record(st: ControllerStore) -> tuple[Any, ...]:
+    return ("ControllerMeta", st.controller_epoch, st.next_broker_epoch, st.bootstrapped)
+
+
+def apply_record(st: ControllerStore, rec: Any) -> None:
+    """Replay one committed record into an image (``QuorumController.replay``)."""
+    if type(rec) is LeaderChangeMessage:
+        return   # a control record
+    kind = rec[0]
+    if kind == "PartitionRecord":
+        st.partitions[(rec[1], rec[2])] = PartitionRecord(
+            rec[1], rec[2], tuple(rec[3]), rec[4], rec[5], rec[6], rec[7], tuple(rec[8]),
+            tuple(rec[9]), tuple(rec[10]), rec[11], rec[12], tuple(rec[13]), tuple(rec[14]))
+    elif kind == "BrokerRecord":
+        st.brokers[rec[1]] = BrokerRecord(rec[2], rec[3], rec[4], rec[5])
+    elif kind == "UnregisterBrokerRecord":
+        st.brokers.pop(rec[1], None)
+    elif kind == "ControllerMeta":
+        st.controller_epoch, st.next_broker_epoch, st.bootstrapped = rec[1], rec[2], rec[3]
+    elif kind != "Trace":
+        raise ValueError(f"unknown metadata record {kind!r}")
+
+
+_Snapshot = tuple[dict[tuple[str, int], tuple[Any, ...]], dict[int, tuple[Any, ...]],
+                  tuple[Any, ...]]
+
+
+def _snapshot(st: ControllerStore) -> _Snapshot:
+    return ({k: partition_record(p) for k, p in st.partitions.items()},
+            {b: broker_record(b, r) for b, r in st.brokers.items()}, meta_record(st))
+
+
+def records_between(before: _Snapshot, st: ControllerStore) -> list[tuple[Any, ...]]:
+    """The records that turn image ``before`` into ``st`` (in a canonical order)."""
+    after = _snapshot(st)
+    out: list[tuple[Any, ...]] = []
+    if after[2] != before[2]:
+        out.append(after[2])
+    for b in sorted(set(before[1]) | set(after[1])):
+        if b not in after[1]:
+            out.append(("UnregisterBrokerRecord", b))
+        elif before[1].get(b) != after[1][b]:
+            out.append(after[1][b])
+    for k in sorted(after[0]):
+        if before[0].get(k) != after[0][k]:
+            out.append(after[0][k])
+    return out
+
+
+class QuorumController(Machine):
+    """One controller node of the quorum (see the module note)."""
+
+    def __init__(self, node: str, node_id: int, voters: tuple[int, ...], disk: ControllerDisk,
+                 base: ControllerStore, view: QuorumView,
+                 make_controller: Callable[[ControllerStore], Controller],
+                 rng: random.Random, raft_rules: RaftRules,
+                 config: QuorumConfig | None = None) -> None:
+        super().__init__(node, "controller")
+        self.node_id = node_id
+        self.voters = voters
+        self.disk = disk
+        self.base = base
+        self.view = view
+        self.make_controller = make_controller
+        self.rng = rng
+        self.raft_rules = raft_rules
+        self.config = config or QuorumConfig()
+        self.client: KafkaRaftClient | None = None
+        #: the committed image and the next offset to replay into it
+        self.image = copy.deepcopy(base)
+        self.applied = 0
+        self._tick_token = 0
+        self._tick_at = -1
+        self._transitions_seen = 0
+        self._hw = -1
+        self._traced_end = disk.log.end_offset
+        #: the request in flight to each peer (for a connection reset)
+        self._inflight: dict[int, int] = {}
+        # the active controller
+        self.active_epoch = -1
+        self.working: ControllerStore | None = None
+        self.inner: Controller | None = None
+        self._generation = 0
+        #: (offset, sends, emits): released once the high watermark passes offset
+        self._purgatory: list[tuple[int, list[Send], list[Emit]]] = []
+
+    @property
+    def active(self) -> bool:
+        return self.inner is not None
+
+    # -- the runtime's calls ---------------------------------------------------------------
+    def start(self) -> None:
+        self.client = KafkaRaftClient(self.node_id, self.voters, self.disk.log,
+                                      self.disk.state, self.rng, self.config, self.raft_rules)
+        self.client.initialize(self.now_ms)
+        self._step()
+
+    def handle(self, msg: Any, src: Address) -> None:
+        client = self.client
+        assert client is not None
+        t = type(msg)
+        if t is RaftEnvelope:
+            peer = controller_id_of(src[0])
+            if peer < 0:
+                return
+            try:
+                inner = unwrap(msg)
+            except (ValueError, TypeError):
+                return
+            if msg.is_response:
+                if self._inflight.get(peer) == msg.correlation_id:
+                    del self._inflight[peer]
+                client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
+            else:
+                client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
+            self._step()
+        elif t is _RaftTick:
+            if msg.token == self._tick_token:
+                self._tick_at = -1
+                self._step()
+        elif t is _InnerTimer:
+            if self.inner is not None and msg.generation == self._generation:
+                self._run(msg.msg, (self.node, self.name))
+        elif isinstance(msg, _CONTROLLER_REQUESTS):
+            if self.inner is not None:
+                self._run(msg, src)
+            elif isinstance(msg, _REDIRECTED):
+                leader = client.quorum.leader_id
+                self.send(src, NotController(-1 if leader is None else leader))
+
+    def connection_reset(self, peer: str) -> None:
+        pid = controller_id_of(peer)
+        corr = self._inflight.pop(pid, None)
+        if corr is not None and self.client is not None:
+            self.client.handle_send_failure(pid, corr, self.now_ms)
+            self._step()
+
+    # -- the shell ------------------------------------------------------------------------
+    def _step(self) -> None:
+        """Poll, send, trace, replay what is committed, claim or renounce the active role,
+        release the purgatory; again while an append happened; then re-arm the timer."""
+        client = self.client
+        assert client is not None
+        now = self.now_ms
+        deadline = FOREVER
+        for _ in range(4):
+            end = client.log.end_offset
+            deadline = client.poll(now)
+            self._send_outbox()
+            self._trace_raft()
+            self._replay()
+            self._claim_or_renounce()
+            self._release()
+            self._trace_appends()
+            if client.log.end_offset == end:
+                break
+        if deadline != FOREVER and deadline != self._tick_at:
+            self._tick_token += 1
+            self._tick_at = deadline
+            self._out.append(Timer(max(0, deadline * 1000 - self.now_us), _RaftTick(
+                self._tick_token)))
+
+    def _trace_appends(self) -> None:
+        """``raft_append``: what this node appended as leader since the last call (the
+        kinds of its records: the LeaderChange control record first in a new epoch)."""
+        client = self.client
+        assert client is not None
+        log = client.log
+        end, self._traced_end = self._traced_end, log.end_offset
+        if log.end_offset <= end or not client.quorum.is_leader():
+            return
+        self.emit("raft_append", voter=self.node_id, epoch=client.quorum.epoch, first=end,
+                  last=log.end_offset - 1,
+                  records=[("LeaderChange" if type(r) is LeaderChangeMessage else r[0])
+                           for _, _, r in log.read(end)])
+
+    def _send_outbox(self) -> None:
+        client = self.client
+        assert client is not None
+        for o in client.drain():
+            m = o.message
+            if o.is_response and type(m) is VoteResponse:
+                self.emit("raft_vote", voter=self.node_id, candidate=o.destination,
+                          epoch=m.leader_epoch, granted=m.vote_granted)
+            if not o.is_response:
+                self._inflight[o.destination] = o.correlation_id
+            self.send((controller_node(o.destination), "controller"),
+                      envelope(o.correlation_id, o.is_response, m))
+
+    def _trace_raft(self) -> None:
+        client = self.client
+        assert client is not None
+        q = client.quorum
+        for frm, to, epoch in q.transitions[self._transitions_seen:]:
+            self.emit("raft_transition", **{"from": frm}, to=to, epoch=epoch,
+                      leader=q.leader_id_or_sentinel(), voter=self.node_id)
+        self._transitions_seen = len(q.transitions)
+        hw = client.log.high_watermark
+        if hw != self._hw:
+            self._hw = hw
+            self.emit("raft_hw", voter=self.node_id, hw=hw, leo=client.log.end_offset,
+                      epoch=q.epoch)
+
+    def _replay(self) -> None:
+        client = self.client
+        assert client is not None
+        if self.applied >= client.log.high_watermark:
+            return
+        first = self.applied
+        for offset, _epoch, rec in client.log.committed(self.applied):
+            apply_record(self.image, rec)
+            if offset >= self.view.applied:
+                # the first controller to replay this record: the runtime's view, and the
+                # trace events of the decision that wrote it
+                apply_record(self.view.store, rec)
+                self.view.applied = offset + 1
+                if type(rec) is tuple and rec[0] == "Trace":
+                    for event, fields in rec[1]:
+                        self.emit(event, **dict(fields))
+            self.applied = offset + 1
+        self.emit("metadata_apply", voter=self.node_id, first=first, offset=self.applied - 1)
+
+    def _claim_or_renounce(self) -> None:
+        client = self.client
+        assert client is not None
+        q = client.quorum
+        if q.is_leader():
+            epoch = q.epoch
+            if self.inner is not None and self.active_epoch == epoch:
+                return
+            if self.inner is not None:
+                self._renounce()
+            start = q.leader_state().epoch_start_offset
+            if client.log.high_watermark > start and self.applied >= client.log.high_watermark:
+                self._claim(epoch)
+        elif self.inner is not None:
+            self._renounce()
+
+    def _claim(self, epoch: int) -> None:
+        """``QuorumController.claim``: active in ``epoch`` on a copy of the committed image;
+        the controller epoch is the Raft epoch."""
+        self._generation += 1
+        self.active_epoch = epoch
+        self.working = copy.deepcopy(self.image)
+        self.working.controller_epoch = epoch - 1   # Controller.start bumps it
+        self.inner = self.make_controller(self.working)
+        self._run(None, (self.node, self.name))
+
+    def _renounce(self) -> None:
+        """``QuorumController.renounce``: back to the committed image; what waited for a
+        commit is dropped."""
+        self.emit("controller_renounced", voter=self.node_id, epoch=self.active_epoch,
+                  dropped=len(self._purgatory))
+        self._generation += 1
+        self.active_epoch = -1
+        self.working = None
+        self.inner = None
+        self._purgatory = []
+
+    def _run(self, msg: Any, src: Address) -> None:
+        """One controller operation on the working image; its changes become one batch."""
+        inner, working, client = self.inner, self.working, self.client
+        assert inner is not None and working is not None and client is not None
+        inner.now_us = self.now_us
+        before = _snapshot(working)
+        if msg is None:
+            inner.start()
+        else:
+            inner.handle(msg, src)
+        sends: list[Send] = []
+        emits: list[Emit] = []
+        for e in inner.drain():
+            if type(e) is Send:
+                sends.append(e)
+            elif type(e) is Emit:
+                emits.append(e)
+            elif type(e) is Timer:
+                self._out.append(Timer(e.delay_us, _InnerTimer(self._generation, e.msg)))
+            elif type(e) is CancelTimer:
+                pass   # the controller's timers are not cancellable
+        records: list[Any] = list(records_between(before, working))
+        if records:
+            if emits:
+                records.append(("Trace", tuple((e.event, e.fields) for e in emits)))
+            try:
+                last = client.schedule_append(self.active_epoch, records, self.now_ms)
+            except NotLeaderError:
+                self._renounce()
+                return
+            self._purgatory.append((last, sends, []))
+        else:
+            self._purgatory.append((client.log.end_offset - 1, sends, emits))
+        self._release()
+
+    def _release(self) -> None:
+        client = self.client
+        assert client is not None
+        hw = client.log.high_watermark
+        while self._purgatory and self._purgatory[0][0] < hw:
+            _, sends, emits = self._purgatory.pop(0)
+            for e in emits:
+                self._out.append(e)
+            for s in sends:
+                self._out.append(s)
+
+    def leader_id(self) -> int:
+        """The leader this node knows (-1: none)."""
+        if self.client is None:
+            return -1
+        leader = self.client.quorum.leader_id
+        return -1 if leader is None else leader
+
+
+def controller_id_of(node: str) -> int:
+    return controller_id(node)
+
+
+__all__ = ["CONTROLLER_ID_BASE", "ControllerDisk", "QuorumController", "QuorumView",
+           "apply_record", "controller_id", "controller_node", "records_between"]
