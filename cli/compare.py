@@ -38,7 +38,9 @@ def main(argv: Sequence[str]) -> int:
                              "written and under each [catalog] fixed variant)")
     parser.add_argument("--eras", default="all", help="all, or a comma list (0.10,2.8,...)")
     parser.add_argument("--bugs", default="own",
-                        help="own (the scenario's), all, none, or a comma list")
+                        help="own (the scenario's), all, none, or a comma list; each bug "
+                             "is re-enabled on the scenario's era if it has the bug's fix, "
+                             "else on the nearest era that has it (a note says so)")
     parser.add_argument("--seeds", help="A:B, both included (default: the scenario's seed)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", help="keep the traces here (DIR/<row>/seed-N.jsonl.gz)")

@@ -8,7 +8,7 @@ import orjson
 
 from cli.args import Parser
 from traces.checker import EXIT_INCOMPLETE
-from traces.explain import ExplainError, explain_with_messages
+from traces.explain import ExplainError, explain_with_messages, only_record
 from traces.explain_chains import explain
 from traces.explain_fold import Key
 from traces.explain_output import format_text
@@ -17,14 +17,17 @@ from traces.reader import TraceError
 
 def main(argv: list[str]) -> int:
     """``isrlab explain TRACE [--anomaly KIND] [--record TOPIC-P@OFFSET] [--json]``: 0, 2
-    bad input, 3 the run did not finish (chains are still printed)."""
+    bad input, 3 the run did not finish (chains are still printed). ``--record`` prints
+    that record's chain only, and one line counting the trace's other findings."""
     from traces.schema import ANOMALIES
     parser = Parser(
         prog="isrlab explain",
         description="Explain each anomaly of a trace: its causal chain and the rule at fault.")
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--anomaly", metavar="KIND", help="only this anomaly")
-    parser.add_argument("--record", metavar="TOPIC-P@OFFSET", help="only this record")
+    parser.add_argument("--record", metavar="TOPIC-P@OFFSET",
+                        help="only this record's chain (the trace's other findings are "
+                             "counted in one line)")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument("--messages", action="store_true",
                         help="add the messages behind the steps (a trace without message "
@@ -46,6 +49,8 @@ def main(argv: list[str]) -> int:
     try:
         how = explain_with_messages if args.messages else explain
         ex = how(args.trace, anomaly=args.anomaly, record=record)
+        if record is not None:   # that record's chain; the rest counted in one line
+            ex = only_record(ex, record)
     except (TraceError, ExplainError) as exc:
         print(f"isrlab explain: {exc}", file=sys.stderr)
         return 2

@@ -18,16 +18,23 @@ scenario or ``--set`` states explicitly stays. A variant the schedule is not val
 ``cancel_reassign`` before KIP-455) is shown as n/a with the validator's one line.
 
 Rows: ``--eras`` (default all: each era with no bug), then ``--bugs`` (default: the
-scenario's own bugs; ``all``; ``none``), each on the scenario's era. Columns: the anomalies
+scenario's own bugs; ``all``; ``none``), each re-enabled on an era it belongs to
+(:data:`BUG_ERAS`): an era that has the fix, so that undoing it means something — the
+scenario's era when it is one, else the nearest such era (a later one first). A bug the
+scenario's era never had (``KAFKA-15665`` under the ZooKeeper controller of ``0.10``) or
+shipped as released (``KAFKA-13141`` in ``2.8``) is not run there: one note says so and
+names the era it runs on instead (``4.1 + KAFKA-15665``). Columns: the anomalies
 forbidden by default, the scenario's expected ones and ``lost_acked_uncommitted``, those
 found in some row. Cells sum the seeds' counts, with how many seeds showed it when there
-are several. Traces go to ``--out DIR`` when given (``DIR/<row>/seed-N.jsonl.gz``), else to
-a temporary folder removed at the end. ``DIR`` (``emulator.files``) must be new, empty or an
-earlier compare folder (it holds ``compare.json``); any other non-empty folder, and one that
-holds the scenario file, is refused before the first run (exit 2). The runs write into a
-scratch folder inside ``DIR``; only when every row has run are the row folders moved into
-place and ``compare.json`` written, so an interrupted compare leaves an earlier comparison in
-``DIR`` whole.
+are several. Each row's ``why`` names the rule of its chain (the first seed's that has
+one); a chain several rows share (the same anomaly, records, rule and steps) is printed
+once below the table, with the rows it covers. Traces go to ``--out DIR`` when given
+(``DIR/<row>/seed-N.jsonl.gz``), else to a temporary folder removed at the end. ``DIR``
+(``emulator.files``) must be new, empty or an earlier compare folder (it holds
+``compare.json``); any other non-empty folder, and one that holds the scenario file, is
+refused before the first run (exit 2). The runs write into a scratch folder inside ``DIR``;
+only when every row has run are the row folders moved into place and ``compare.json``
+written, so an interrupted compare leaves an earlier comparison in ``DIR`` whole.
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ from emulator.files import (
 )
 from emulator.progress import Progress
 from traces.checker import check_file
-from traces.explain import RULES, explain
+from traces.explain import RULES, Chain, explain
+from traces.explain_output import chain_lines
 from traces.schema import ANOMALIES, DEFAULT_FORBID
 
 EXIT_BAD_INPUT: Final = 2
@@ -64,8 +72,55 @@ RESULT_FILE: Final = "compare.json"
 MAX_SEEDS: Final = 10_000
 
 
+#: Per re-enabled bug (``actors.eras.BUGS``): the eras that ship it as released and the
+#: eras that have its fix — the ones it can be re-enabled on; every other era never had the
+#: code it lives in. A test holds this against ``rules_for``: re-enabling the bug changes
+#: the rules of each fixed era and of no shipping one.
+#: KAFKA-7128: Partition.maybeExpandIsr asks a joining follower to reach the leader epoch's
+#:   start offset from 2.0.1/2.1.0; the leader epochs it needs came with KIP-101 (0.11), so
+#:   0.10 never had it.
+#: KAFKA-13141, KAFKA-14704: both live in the diverging-epoch fetch answer of truncate-on-
+#:   fetch (2.7, KAFKA-10554), so no era before 2.8 had them. Fixed in 3.1.0
+#:   (Partition.fetchRecords no longer updates the follower's fetch state from a diverging
+#:   fetch) and 3.5.0 (AbstractFetcherThread.processFetchRequest leaves a diverging
+#:   answer's data and HW alone until it has truncated).
+#: KIP-497: the maximal ISR (AlterIsr, KAFKA-8836, 2.7.0); before it the HW was the
+#:   committed ISR's, which is what re-enabling it does.
+#: KAFKA-15583: no HW advance while the ISR is under min.insync.replicas, from 3.7.0.
+#: KAFKA-15665: KRaft's ReplicationControlManager completed a reassignment on its adding
+#:   replicas until 3.8.0; the ZooKeeper controller (isReassignmentComplete) never did.
+BUG_ERAS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "KAFKA-7128": (("0.11", "2.0"), ("2.1", "2.8", "3.7", "4.1")),
+    "KAFKA-13141": (("2.8",), ("3.7", "4.1")),
+    "KAFKA-14704": (("2.8",), ("3.7", "4.1")),
+    "KIP-497": (("0.10", "0.11", "2.0", "2.1"), ("2.8", "3.7", "4.1")),
+    "KAFKA-15583": (("0.10", "0.11", "2.0", "2.1", "2.8"), ("3.7", "4.1")),
+    "KAFKA-15665": (("3.7",), ("4.1",)),
+}
+
+
 class CompareError(Exception):
     """Bad input: one line, exit 2."""
+
+
+def bug_era(bug: str, era: str) -> tuple[str | None, str | None]:
+    """(the era ``bug`` is re-enabled on for a scenario of ``era``, the note saying why it is
+    not ``era`` — None when it is). The era is ``era`` when it has the bug's fix, else the
+    nearest era that has it, a later one first; None when no era has (no row, the note)."""
+    has, fixed = BUG_ERAS.get(bug, ((), ()))
+    if era in fixed:
+        return era, None
+    order = list(ERAS)
+    at = order.index(era) if era in order else len(order)
+    later = [e for e in fixed if order.index(e) > at]
+    earlier = [e for e in fixed if order.index(e) < at]
+    target = later[0] if later else (earlier[-1] if earlier else None)
+    how = (f"{era} has it as released" if era in has
+           else f"{era} never had it (released with it: {', '.join(has)})" if has
+           else f"{era} never had it")
+    where = (f"re-enabled on {target} instead, which has the fix" if target is not None
+             else "no era has its fix: not run")
+    return target, f"{bug}: {how}; {where}"
 
 
 @dataclass
@@ -83,6 +138,8 @@ class Row:
     overrides: list[str] = field(default_factory=list)
     #: the traces of the row, relative to ``--out`` (kept only with it)
     traces: list[str] = field(default_factory=list)
+    #: the chain behind ``why`` (of the first seed that has one)
+    chain: Chain | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "protocol": self.era, "bugs": self.bugs,
@@ -97,11 +154,35 @@ class Comparison:
     faults: dict[int, int]
     columns: list[str]
     rows: list[Row]
+    #: one line per bug not re-enabled on the scenario's era (:func:`bug_era`)
+    notes: list[str] = field(default_factory=list)
+
+    def chains(self) -> list[tuple[Chain, list[str]]]:
+        """Each distinct row chain once, with the labels of the rows it explains, in row
+        order: rows whose runs tell the same story (an era or bug that changes nothing the
+        schedule reaches) share one."""
+        groups: dict[bytes, tuple[Chain, list[str]]] = {}
+        for r in self.rows:
+            if r.chain is not None:
+                groups.setdefault(_chain_key(r.chain), (r.chain, []))[1].append(r.label)
+        return list(groups.values())
 
     def to_json(self) -> dict[str, Any]:
+        groups = self.chains()
+        index = {label: i for i, (_, labels) in enumerate(groups) for label in labels}
         return {"scenario": self.scenario, "seeds": self.seeds,
                 "faults": {str(k): v for k, v in self.faults.items()},
-                "columns": self.columns, "rows": [r.to_json() for r in self.rows]}
+                "columns": self.columns, "notes": self.notes,
+                "rows": [{**r.to_json(), "chain": index.get(r.label)} for r in self.rows],
+                "chains": [{"rows": labels, "chain": c.to_json()} for c, labels in groups]}
+
+
+def _chain_key(c: Chain) -> bytes:
+    """What makes two rows' chains the same story: everything but the steps' sequence
+    numbers (another era may number the same events otherwise)."""
+    doc = c.to_json()
+    doc["steps"] = [[s.ts_us, s.text] for s in c.steps]
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
 def schedule(sc: dict[str, Any], seed: int) -> list[dict[str, Any]]:
@@ -117,11 +198,18 @@ def schedule(sc: dict[str, Any], seed: int) -> list[dict[str, Any]]:
 
 
 def variants(base: dict[str, Any], eras: Sequence[str], bugs: Sequence[str]
-             ) -> list[tuple[str, str, list[str]]]:
-    """(label, protocol, bugs) for each row."""
+             ) -> tuple[list[tuple[str, str, list[str]]], list[str]]:
+    """(label, protocol, bugs) for each row, and the notes on bugs not re-enabled on the
+    scenario's era: each bug runs on the era :func:`bug_era` picks."""
     rows: list[tuple[str, str, list[str]]] = [(era, era, []) for era in eras]
-    rows += [(f"{base['protocol']} + {bug}", str(base["protocol"]), [bug]) for bug in bugs]
-    return rows
+    notes: list[str] = []
+    for bug in bugs:
+        era, note = bug_era(bug, str(base["protocol"]))
+        if note is not None:
+            notes.append(note)
+        if era is not None:
+            rows.append((f"{era} + {bug}", era, [bug]))
+    return rows, notes
 
 
 def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ERAS,
@@ -146,7 +234,8 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     if seeds is None:
         seeds = [int(base.get("seed") or 1)]
     plans = {s: schedule(base, s) for s in seeds}
-    rows = [Row(label, era, list(bug)) for label, era, bug in variants(base, eras, bugs)]
+    chosen, notes = variants(base, eras, bugs)
+    rows = [Row(label, era, list(bug)) for label, era, bug in chosen]
     rows += [Row(label, str(base["protocol"]), list(base["bugs"]), overrides=list(sets_))
              for label, sets_ in extra]
     if progress is not None:
@@ -190,9 +279,10 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
                     row.counts[name] += n
                     row.seeds_with[name] += 1 if n else 0
                 if row.why is None:
-                    row.why = _why(path, base, why_first)
+                    row.why, row.chain = _why(path, base, why_first)
         result = Comparison(str(base["name"]), list(seeds),
-                            {s: len(p) for s, p in plans.items()}, _columns(base, rows), rows)
+                            {s: len(p) for s, p in plans.items()}, _columns(base, rows), rows,
+                            notes)
         if out is not None:   # the rows into place, then the matrix (``isrlab report DIR``)
             for sub in sorted(work.iterdir()):
                 shutil.rmtree(out / sub.name, ignore_errors=True)
@@ -207,9 +297,11 @@ def compare(scenario: str, *, sets: Sequence[str] = (), eras: Sequence[str] = ER
     return result
 
 
-def _why(path: Path, base: dict[str, Any], first: Sequence[str] = ()) -> str | None:
+def _why(path: Path, base: dict[str, Any], first: Sequence[str] = ()
+         ) -> tuple[str | None, Chain | None]:
     """The rule of the chain covering the most findings of the first watched anomaly (those
-    of ``first`` before the others) that has chains (``+N``: N other rules for it)."""
+    of ``first`` before the others) that has chains (``+N``: N other rules for it), and the
+    chain of that rule covering the most of them (the first on ties)."""
     chains = [c for c in explain(str(path)).chains if not RULES[c.rule].expected]
     for anomaly in [*first, *_watched(base)]:
         rules: dict[str, int] = {}
@@ -218,8 +310,10 @@ def _why(path: Path, base: dict[str, Any], first: Sequence[str] = ()) -> str | N
                 rules[c.rule] = rules.get(c.rule, 0) + c.count
         if rules:
             ranked = sorted(rules, key=lambda r: -rules[r])   # stable: first seen wins ties
-            return ranked[0] + (f" +{len(ranked) - 1}" if len(ranked) > 1 else "")
-    return None
+            top = max((c for c in chains if c.anomaly == anomaly and c.rule == ranked[0]),
+                      key=lambda c: c.count)   # max keeps the first of equals
+            return ranked[0] + (f" +{len(ranked) - 1}" if len(ranked) > 1 else ""), top
+    return None, None
 
 
 def _watched(base: dict[str, Any]) -> list[str]:
@@ -298,11 +392,15 @@ def catalog_markdown(entries: Sequence[CatalogEntry]) -> str:
 
 
 def format_table(c: Comparison) -> str:
+    """The matrix, then each distinct row chain once (``[N]`` in the ``why`` column)."""
     many = len(c.seeds) > 1
     faults = sorted(set(c.faults.values()))
     lines = [f"compare {c.scenario}: seeds {c.seeds[0]}..{c.seeds[-1]}, one fault schedule "
              f"per seed ({'/'.join(map(str, faults))} faults), replayed under each row"]
-    width = max(len(r.label) for r in c.rows) + 2
+    lines += [f"  {note}" for note in c.notes]
+    groups = c.chains()
+    ref = {label: f" [{i}]" for i, (_, labels) in enumerate(groups, 1) for label in labels}
+    width = max([len(r.label) for r in c.rows], default=3) + 2
     head = "row".ljust(width) + "".join(f"{a:>{max(len(a), 9) + 2}}" for a in c.columns)
     lines.append(head + "  why")
     for r in c.rows:
@@ -315,7 +413,12 @@ def format_table(c: Comparison) -> str:
             if many and r.counts[a]:
                 cell += f" ({r.seeds_with[a]}/{len(c.seeds)})"
             cells += f"{cell:>{max(len(a), 9) + 2}}"
-        lines.append(r.label.ljust(width) + cells + f"  {r.why or ''}".rstrip())
+        why = f"{r.why}{ref.get(r.label, '')}" if r.why else ""
+        lines.append(r.label.ljust(width) + cells + f"  {why}".rstrip())
+    for i, (chain, labels) in enumerate(groups, 1):
+        rows = (f"the row {labels[0]}" if len(labels) == 1
+                else f"{len(labels)} rows, the same chain: {', '.join(labels)}")
+        lines += ["", f"[{i}] {rows}", *chain_lines(chain)]
     return "\n".join(lines)
 
 

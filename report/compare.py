@@ -4,7 +4,9 @@ Design. ``DIR/compare.json`` (``faults.compare.RESULT_FILE``) holds the matrix: 
 era, each re-enabled bug), the anomaly columns, counts, the rule at fault of each row and
 the row's traces, relative to ``DIR``. The page shows the matrix, then for every row with a
 finding the chain ``isrlab explain`` reads off that row's first trace (steps and rule), so
-a reader sees not only *that* 0.10 loses what 0.11 keeps but *how*. Nothing is re-run.
+a reader sees not only *that* 0.10 loses what 0.11 keeps but *how*; a chain several rows
+share is shown once, naming them (``compare.json``'s ``chains``; an older file without them
+has each row's chain explained again from its trace). Nothing is re-run.
 A malformed ``compare.json`` is a ``ReportError`` (exit 2); a row trace that is gone or
 damaged is named on the page instead of its chain.
 """
@@ -55,8 +57,10 @@ def compare_report(folder: Path, result_file: str) -> tuple[str, str]:
         rows.append([label, *[f"{counts.get(c, 0):,}" for c in columns], row.get("why") or ""])
         classes.append("bad" if found else "")
         traces = [t for t in row.get("traces") or [] if isinstance(t, str)]
-        if found and traces:
+        if found and traces and not isinstance(doc.get("chains"), list):
             chains.append(_row_chain(folder, label, traces[0], columns))
+    if isinstance(doc.get("chains"), list):   # each distinct chain once, with its rows
+        chains = [_shared_chain(g) for g in doc["chains"] if isinstance(g, dict)]
     name = str(doc.get("scenario"))
     seeds = doc.get("seeds") or []
     header = Html(f"<header><h1>{esc(name)} · one fault schedule under every era</h1>"
@@ -66,8 +70,9 @@ def compare_report(folder: Path, result_file: str) -> tuple[str, str]:
     body = [Html('<section id="matrix"><h2>Era matrix</h2>'
                  + table(["row", *columns, "why (rule at fault)"], rows, id_="era-matrix",
                          row_classes=classes)
-                 + "<p class=\"note\">A row is an era (its default settings), or the "
-                 "scenario's era with one bug re-enabled; cells sum the seeds' counts.</p>"
+                 + "<p class=\"note\">A row is an era (its default settings), or an "
+                 "era that has a bug's fix with that bug re-enabled; cells sum the seeds' "
+                 "counts.</p>"
                  + ("".join(badge(f"found under {r}", "bad") for r in lost) or
                     badge("nothing found in any row", "ok"))
                  + "</section>"),
@@ -96,3 +101,20 @@ def _row_chain(folder: Path, label: str, trace: str, columns: list[str]) -> Html
                 f" ×{chain.count} — <b>rule</b> <code>{esc(chain.rule)}</code>: "
                 f"{esc(rule.what)}<br><b>changed by</b> {esc(rule.fix)}</p>"
                 f'<ol class="steps">{steps}</ol><p class="note">trace {esc(trace)}</p></div>')
+
+
+def _shared_chain(group: dict[str, Any]) -> Html:
+    """One chain of ``compare.json``'s ``chains``: the rows whose runs tell it, then it."""
+    labels = [str(x) for x in group.get("rows") or []]
+    given = group.get("chain")
+    c: dict[str, Any] = given if isinstance(given, dict) else {}
+    steps = "".join(f"<li>{int(st.get('ts_us', 0)) / 1e6:.3f} s {esc(st.get('text'))}</li>"
+                    if st.get("seq") != 1 << 62 else f"<li><i>{esc(st.get('text'))}</i></li>"
+                    for st in c.get("steps") or [] if isinstance(st, dict))
+    rows = (esc(labels[0]) if len(labels) == 1
+            else f"{len(labels)} rows, the same chain: {esc(', '.join(labels))}")
+    return Html(f'<div class="chain"><h3>{rows}</h3>'
+                f"<p>{esc(c.get('anomaly'))} {esc(c.get('topic'))}-{esc(c.get('partition'))}"
+                f" ×{esc(c.get('count'))} — <b>rule</b> <code>{esc(c.get('rule'))}</code>: "
+                f"{esc(c.get('what'))}<br><b>changed by</b> {esc(c.get('fix'))}</p>"
+                f'<ol class="steps">{steps}</ol></div>')

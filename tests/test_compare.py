@@ -41,6 +41,75 @@ def test_a_bug_row_runs_the_scenario_era_with_that_bug_re_enabled() -> None:
     assert by["4.1 + KAFKA-7128"].why == "leso_check"
 
 
+def test_each_bug_lists_the_eras_that_ship_it_and_those_with_its_fix() -> None:
+    """BUG_ERAS against the era rules: re-enabling a bug changes the rules of every era
+    that has its fix and of no era that ships it; the eras that never had it (0.10 before
+    leader epochs for KAFKA-7128, the ZooKeeper controller for KAFKA-15665) are neither."""
+    from actors.eras import BUGS, ERAS, rules_for
+    from faults.compare import BUG_ERAS
+    assert sorted(BUG_ERAS) == sorted(BUGS)
+    for bug, (has, fixed) in BUG_ERAS.items():
+        assert fixed and not set(has) & set(fixed), bug
+        assert list(has) + list(fixed) == [e for e in ERAS if e in has or e in fixed], bug
+        for era in fixed:
+            assert rules_for(era, [bug]) != rules_for(era), (bug, era)
+        for era in has:
+            assert rules_for(era, [bug]) == rules_for(era), (bug, era)
+    assert BUG_ERAS["KAFKA-15665"] == (("3.7",), ("4.1",))
+
+
+def test_a_bug_runs_on_the_scenario_era_only_when_that_era_has_its_fix() -> None:
+    from faults.compare import bug_era
+    assert bug_era("KAFKA-7128", "4.1") == ("4.1", None)
+    era, note = bug_era("KAFKA-15665", "0.10")
+    assert era == "4.1" and note == ("KAFKA-15665: 0.10 never had it (released with it: "
+                                     "3.7); re-enabled on 4.1 instead, which has the fix")
+    era, note = bug_era("KAFKA-13141", "2.8")
+    assert era == "3.7" and note is not None and "2.8 has it as released" in note
+    assert bug_era("KAFKA-7128", "0.10")[0] == "2.1"   # the nearest era with the fix
+
+
+def test_compare_s1_bugs_all_runs_each_bug_in_its_own_era_and_no_chain_twice(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50, point 5: ``isrlab compare s1-kip101-hw-truncation --bugs all`` added every
+    bug to 0.10 (``0.10 + KAFKA-15665``, a KRaft bug) and printed the 0.10 chain seven
+    times. Each bug now runs on an era with its fix, a note says why not on 0.10, and the
+    one chain is printed once."""
+    from actors.eras import BUGS
+    from faults.compare import BUG_ERAS
+    assert main(["s1-kip101-hw-truncation", "--eras", "0.10", "--bugs", "all"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    notes = [ln.strip() for ln in lines[1:1 + len(BUGS)]]
+    assert [n.split(":")[0] for n in notes] == list(BUGS), text
+    assert all("0.10" in n and "re-enabled on" in n for n in notes), text
+    rows = [ln.split("  ")[0] for ln in lines[2 + len(BUGS):] if ln and ln[0].isdigit()]
+    assert rows[0] == "0.10" and len(rows) == 1 + len(BUGS), text
+    for row, bug in zip(rows[1:], BUGS, strict=True):
+        era, _, named = row.partition(" + ")
+        assert named == bug and era in BUG_ERAS[bug][1], row
+    assert "0.10 + " not in text
+    assert text.count("rule  truncation_to_hw") == 1 and "[1] the row 0.10" in text, text
+    assert "\n[2] " not in text, text
+
+
+def test_a_chain_several_rows_share_is_printed_once_with_the_rows_it_covers() -> None:
+    """S9 under 0.10 and 0.11 loses the same records the same way (no broker epochs: the
+    bounce goes unnoticed): one chain for both rows, in the text and in the JSON."""
+    c = compare("s9-last-replica-standing", eras=["0.10", "0.11", "4.1"], bugs=[])
+    text = format_table(c)
+    assert [(chain.rule, labels) for chain, labels in c.chains()] == [
+        ("bounce_unnoticed", ["0.10", "0.11"])], text
+    assert text.count("rule  bounce_unnoticed") == 1, text
+    assert "[1] 2 rows, the same chain: 0.10, 0.11" in text, text
+    assert [ln.endswith("bounce_unnoticed [1]") for ln in text.splitlines()[2:5]] == [
+        True, True, False], text
+    doc = c.to_json()
+    assert [r["chain"] for r in doc["rows"]] == [0, 0, None]
+    assert [g["rows"] for g in doc["chains"]] == [["0.10", "0.11"]]
+    assert doc["chains"][0]["chain"]["rule"] == "bounce_unnoticed"
+
+
 def _plan(path: Path) -> list[dict[str, object]]:
     with iter_events(path) as events:
         plan: list[dict[str, object]] = next(events)["fault_plan"]
@@ -105,6 +174,19 @@ def test_the_report_of_a_compare_folder_is_the_era_matrix_with_each_rows_chain(
     assert report.main([str(out), "-o", str(page)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "compare.json" in err[0]
+
+
+def test_the_report_of_a_compare_folder_draws_a_shared_chain_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli import report
+    out = tmp_path / "cmp"
+    compare("s9-last-replica-standing", eras=["0.10", "0.11"], bugs=[], out=out)
+    page = tmp_path / "cmp.html"
+    assert report.main([str(out), "-o", str(page)]) == 0
+    capsys.readouterr()
+    chains = page.read_text().split('id="row-chains"')[1]
+    assert chains.count('<div class="chain">') == 1, chains
+    assert "2 rows, the same chain: 0.10, 0.11" in chains and "bounce_unnoticed" in chains
 
 
 def test_the_catalog_table_comes_from_runs() -> None:

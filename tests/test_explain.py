@@ -102,6 +102,47 @@ def test_a_record_and_an_anomaly_can_be_asked_for_alone(
     assert "isr_churn" in text and "lost_acked_write" not in text
 
 
+def test_record_prints_that_records_chain_only_and_one_line_counting_the_rest(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50, point 5: ``--record`` on S2, whose offset 100 is both a lost write and a
+    divergent offset, in a trace that also has ISR churn, HW regressions and other lost
+    records: one chain (the lost write, explain's first), then one line with how many
+    findings it leaves out and the command that shows them all."""
+    path = recorded("s2-kip101-power-loss-divergence")
+    found = check_file(path)
+    assert found.anomalies["log_divergence"] and found.anomalies["lost_acked_write"] > 1
+    assert main([path, "--record", "orders-0@100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [ln for ln in lines[1:] if not ln.startswith(" ") and not ln.startswith("(")]
+    assert heads == ["lost_acked_write orders-0: offset 100 (p0-100); 1 read of them "
+                     "rewritten"], lines
+    assert sum(ln.startswith("  rule  ") for ln in lines) == 1
+    total = sum(found.anomalies.values())
+    left = dict(found.anomalies)
+    left["lost_acked_write"] -= 1        # the chain's record
+    left["hw_regression_visible"] -= 1   # its rewritten read, folded into the chain
+    kinds = ", ".join(f"{k} {n:,}" for k, n in left.items() if n)
+    assert lines[-1] == (f"(the trace has {total - 2:,} other findings: {kinds}; all of "
+                         f"them: isrlab explain {path})")
+    assert main([path, "--record", "orders-0@100", "--json"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert [(c["anomaly"], c["offsets"]) for c in out["chains"]] == [
+        ("lost_acked_write", [100, 100])]
+    assert out["record"] == "orders-0@100"
+    assert sum(out["other_findings"].values()) == total - 2
+
+
+def test_a_record_no_finding_names_says_so_and_still_counts_the_rest(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = recorded("s1-kip101-hw-truncation")
+    assert main([path, "--record", "orders-0@999999"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "nothing to explain: no finding names orders-0@999999"
+    assert len(lines) == 3 and lines[2].startswith(
+        f"(the trace has {sum(check_file(path).anomalies.values()):,} other findings: "
+        "lost_acked_write ")
+
+
 @pytest.mark.parametrize("trace", sorted(p.name for p in REGRESSIONS.glob("*.jsonl.gz")))
 def test_rebuilt_replica_logs_equal_the_logs_the_run_ended_with(trace: str) -> None:
     """The fold's reconstruction (leader appends in its epoch, follower appends copying

@@ -62,7 +62,7 @@ from traces.reader import iter_events
 
 __all__ = ["EXIT_INCOMPLETE", "MAX_RANGE", "RECORD_ANOMALIES", "RULES", "UNKNOWN", "Chain",
            "ExplainError", "Explanation", "Key", "Rule", "Step", "explain",
-           "explain_with_messages", "format_text", "replica_logs"]
+           "explain_with_messages", "format_text", "only_record", "replica_logs"]
 
 
 class ExplainError(Exception):
@@ -95,4 +95,24 @@ def explain_with_messages(path: str, *, anomaly: str | None = None,
                 "--messages")
         ex = explain(out, anomaly=anomaly, record=record)
     ex.trace, ex.rerun = path, True
+    return ex
+
+
+def only_record(ex: Explanation, record: tuple[Key, int]) -> Explanation:
+    """``--record``: ``ex`` (explained with ``record=``) narrowed to the one chain of that
+    record — the first in explain's order (a lost write before a divergence) of the chains
+    of its partition whose records hold its offset — with every other finding of the trace
+    counted by anomaly in ``others`` instead of explained: the partition's churn, its HW
+    regressions, other records' losses are other stories."""
+    (topic, partition), offset = record
+    mine = [c for c in ex.chains if (c.topic, c.partition) == (topic, partition)
+            and any(o == offset for o, _ in c.records)][:1]
+    others = dict(ex.result.anomalies)
+    for c in mine:   # its own findings, and the rewritten reads folded into it
+        others[c.anomaly] -= c.count
+        if c.reads:
+            others["hw_regression_visible"] -= c.reads
+    ex.chains = mine
+    ex.record = f"{topic}-{partition}@{offset}"
+    ex.others = {k: n for k, n in others.items() if n > 0}
     return ex
