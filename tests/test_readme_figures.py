@@ -51,3 +51,17 @@ def test_the_explore_example_ends_as_explore_ends(tmp_path: Path,
     assert main(argv) == 0
     printed = capsys.readouterr().out.strip().splitlines()
     assert printed[-1] == block.group(2)
+
+
+def test_the_explain_example_is_what_explain_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's S1 ``isrlab explain`` block is explain's output on the recorded S1 trace,
+    line for line: a rule or a message change shows here first."""
+    from cli.explain import main
+
+    m = re.search(r"\(`isrlab explain (tests/regressions/s1-kip101-hw-truncation\.jsonl\.gz "
+                  r"--anomaly lost_acked_write)`\):\n\n```\n(.*?)\n```", README, re.S)
+    assert m, "the README's explain example is not where this test looks for it"
+    main(shlex.split(m.group(1)))
+    printed = capsys.readouterr().out.splitlines()
+    stated = m.group(2).splitlines()
+    assert printed[:len(stated)] == stated
