@@ -625,7 +625,7 @@ class _Judge:
             if lo <= (_int(stall.get("ts_us")) or 0) <= hi:
                 out.append(self._step(stall, (
                     f"{conn[0]}/{conn[1]} → {conn[2]}: frames held by TCP "
-                    f"({stall.get('reason')}), still held {hi / 1e6:.3f} s")))
+                    f"({stall.get('reason')}), still held at {hi / 1e6:.3f} s")))
         return out
 
     def _active_faults(self, nodes: set[str], lo: int, hi: int) -> list[Step]:
@@ -682,14 +682,22 @@ class _Judge:
         out = [self._step(e) for e in self._between(
             self.story.by_node.get(node, []), lo, hi,
             ("node_crash", "node_restart", "node_pause", "node_resume"))]
+        back = [int(e["seq"]) for e in self._between(self.story.by_node.get(node, []), lo, hi,
+                                                     ("node_restart",))]
         out += [self._step(e) for e in self._between(
             self.story.by_node.get("controller", []), lo, hi,
             ("broker_fenced", "broker_unfenced", "controlled_shutdown", "broker_registered"))
-            if e.get("broker") == broker]
+            if e.get("broker") == broker and (e.get("event") != "broker_registered" or any(
+                b < int(e["seq"]) for b in back))]   # a registration: only a return
         return out
 
     def _lag_ms(self) -> int:
         return _int(self._cluster("replica.lag.time.max.ms")) or 30000
+
+    def _lag_us(self) -> int:
+        """replica.lag.time.max.ms and a second more, in µs: how far back the cause of a
+        shrink is looked for."""
+        return self._lag_ms() * 1000 + 1_000_000
 
     def churn_chain(self, key: Key, d: dict[str, Any]) -> Chain:
         """``isr_churn``: the shrink, what behind it, and the expand."""
@@ -718,7 +726,7 @@ class _Judge:
                     f": broker-{r} had not caught up for replica.lag.time.max.ms "
                     f"({self._lag_ms()} ms)")))
             steps.append(self._step(sev, f"broker-{r} out of the ISR: " + self._words(sev)))
-        window = shrink_ts - self._lag_ms() - 1_000_000
+        window = shrink_ts - self._lag_us()
         nodes = {f"broker-{r}"} | ({f"broker-{leader}"} if leader is not None else set())
         steps += self._active_faults({f"broker-{r}"} if reason != "shrink" else nodes,
                                      window, shrink_ts)
@@ -782,9 +790,9 @@ class _Judge:
                     gone = set(old) - set(new)
                     for g in sorted(gone):
                         steps += self._broker_down(g, self._seq_at(
-                            int(ev["ts_us"]) - self._lag_ms() - 1_000_000), int(ev["seq"]) + 1)
+                            int(ev["ts_us"]) - self._lag_us()), int(ev["seq"]) + 1)
                     steps += self._active_faults({f"broker-{g}" for g in gone},
-                                                 int(ev["ts_us"]) - self._lag_ms(),
+                                                 int(ev["ts_us"]) - self._lag_us(),
                                                  int(ev["ts_us"]))
             elif len(new) >= m and below is not None:
                 if stretches <= 3:
@@ -845,8 +853,11 @@ class _Judge:
                     + ("; unclean.leader.election.enable=false" if unclean is False else ""))))
             rule = "partition_offline"
         elif "damaged record batch" in detail:
-            bad = [e for e in evs if e.get("event") == "corrupt_record"
-                   and e.get("where") == "poll"]
+            # the member named by the detail stopped at a damaged batch, maybe of another
+            # of its partitions: it reads none of them any more
+            member = detail.split(" ", 1)[0]
+            bad = [e for e in self.story.by_node.get(member, [])
+                   if e.get("event") == "corrupt_record" and e.get("where") == "poll"]
             for e in bad[-2:]:
                 steps.append(self._step(e))
                 steps += self._active_faults({f"broker-{e.get('replica')}"}, 0,
@@ -1073,9 +1084,13 @@ class _Judge:
         hi_ts = int(acks[-1]["ts_us"]) if acks else self.story.end_ts
         node = f"producer-{producer}"
         steps += [self._step(e) for e in errs[:3]]
-        steps += [self._step(e) for e in self.story.by_node.get(node, [])
+        failed = [e for e in self.story.by_node.get(node, [])
                   if e.get("event") in ("request_failed", "msg_drop")
                   and lo_ts <= (_int(e.get("ts_us")) or 0) <= hi_ts][:3]
+        steps += [self._step(e) for e in failed]
+        # what made the answers late or lost: the faults on the brokers asked
+        peers = {str(e.get("peer") or str(e.get("dst")).split("/", 1)[0]) for e in failed}
+        steps += self._active_faults(peers, lo_ts, hi_ts)
         steps += self._held({node} | {f"broker-{r}" for r in self._replicas(key)}, lo_ts, hi_ts)
         for e in sent[1:3]:
             steps.append(self._step(e, f"producer {producer} sent {value} again (a retry)"))
@@ -1117,6 +1132,18 @@ class _Judge:
             "segment_delete", "log_start_offset_update"))
         steps += [self._step(e) for e in log[:5]]
         steps += [self._step(e) for e in mine[:4]]
+        for r in resets[:1]:
+            # what put the position out of the log: the log start moved above it, or the
+            # log was cut below it
+            pos = _int(r.get("old"))
+            why = [e for e in self.story.by_part.get(key, []) if int(e["seq"]) < int(r["seq"])
+                   and pos is not None and (
+                       (e.get("event") == "log_start_offset_update"
+                        and (_int(e.get("new")) or 0) > pos)
+                       or (e.get("event") == "log_truncate"
+                           and (_int(e.get("new_leo")) or 0) < pos))]
+            for e in why[-2:]:
+                steps.append(self._step(e, self._words(e) + f": position {pos} out of the log"))
         if log:
             steps += self._active_faults(
                 {f"broker-{e.get('replica')}" for e in log if e.get("replica") is not None}
@@ -1154,10 +1181,8 @@ class _Judge:
         by_client = any(e.get("event") == "delete_records" or e.get("reason") ==
                         "client_deletion" for e in dels)
         rule = "deleted_records" if by_client else "retention"
-        first = next((e for e in dels if e.get("event") != "log_start_offset_update"),
-                     dels[0] if dels else None)
         return Chain("expired", key[0], key[1], rule, steps, [(offset, d.get("value"))],
-                     key=("expired", key, rule, int(first["seq"]) if first else 0))
+                     key=("expired", key, rule))
 
     def outside_chain(self, key: Key, d: dict[str, Any]) -> Chain:
         """``outside_assignment``: the replica-list change that left the replica out, and

@@ -253,6 +253,15 @@ RULES: Final[dict[str, Rule]] = {
         "their own and one from an older controller epoch (ReplicaManager."
         "becomeLeaderOrFollower, STALE_CONTROLLER_EPOCH, 3.7.0); a log that shows one has "
         "lines missing or out of order, or the topic was created again"),
+    "follower_hw_from_leader": Rule(
+        "a follower takes its HW from its leader's fetch responses (the smaller of its LEO "
+        "and the leader's HW): a leader with a lower HW (a new one, not yet caught up) "
+        "brought it down", "none needed: a follower's HW is a lagging copy (informational)",
+        expected=True),
+    "hw_local_regression": Rule(
+        "the replica's local HW went down with a change of its log or of its leader",
+        "none needed: Kafka's local HW is not monotonic across leaders (informational)",
+        expected=True),
     "unexplained": Rule(
         "no rule of this table matches the trace's steps", "read the steps"),
 }
@@ -352,7 +361,8 @@ def hw_rule(reason: str,
     """The rule of a replica's HW regression of ``reason``, from the replica's last HW raise
     before it and its last restart's recovery (:attr:`_Fold.hw_seen`)."""
     rule = {"become_leader": "stale_leader_hw", "recovery": "hw_checkpoint",
-            "truncate": "truncated_below_hw"}.get(reason, "unexplained")
+            "truncate": "truncated_below_hw",
+            "fetch_response": "follower_hw_from_leader"}.get(reason, "unexplained")
     since = 0
     if raised is not None:
         rs, _rt, _old, _new, why, divergent = raised
@@ -361,4 +371,4 @@ def hw_rule(reason: str,
         since = rs
     if recovered is not None and recovered[0] > since and rule == "unexplained":
         rule = "hw_checkpoint"
-    return rule
+    return "hw_local_regression" if rule == "unexplained" else rule
