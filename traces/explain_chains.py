@@ -16,7 +16,7 @@ beyond the steps.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -35,8 +35,25 @@ def _set(v: Iterable[int]) -> str:
     return "[" + ",".join(str(x) for x in v) + "]"
 
 
+#: the partition- and client-level findings, and the method that tells each one's chain
+#: (``under_min_isr``, a duration with no detail, is told per partition by min_isr_chain)
+STORY_KINDS: Final = {
+    "isr_churn": "churn_chain", "no_convergence": "convergence_chain",
+    "lost_committed_offset": "commit_chain", "nonmonotonic_send": "send_chain",
+    "duplicate": "duplicate_chain", "expired": "expired_chain",
+    "outside_assignment": "outside_chain", "read_uncommitted": "uncommitted_chain",
+    "possible_committed_truncation": "truncation_chain",
+    "unclean_election": "unclean_chain", "leader_epoch_regression": "epoch_chain",
+    "nonmonotonic_poll": "poll_chain", "poll_skip": "poll_chain",
+}
+
 _NODE_WORDS: Final = {"node_restart": "restarted", "node_pause": "paused",
                       "node_resume": "resumed", "node_start": "started"}
+
+
+def _opt(label: str, v: Any) -> str:
+    """``, LEO 7`` — or nothing when the trace does not give it (an imported line)."""
+    return "" if v is None else f"{label} {v}"
 
 
 def _dedup(steps: list[Step]) -> list[Step]:
@@ -492,7 +509,7 @@ class _Judge:
             return f"broker-{ev.get('broker')} asked for a controlled shutdown"
         if n == "isr_change":
             return (f"{tp} ISR {_set(_ints(ev.get('old')))} -> {_set(_ints(ev.get('new')))} "
-                    f"({ev.get('reason')}, leader epoch {ev.get('leader_epoch')})")
+                    f"({ev.get('reason')}{_opt(', leader epoch', ev.get('leader_epoch'))})")
         if n == "alter_partition":
             return (f"broker-{r}, leader of {tp}, asked the controller for ISR "
                     f"{_set(_ints(ev.get('proposed_isr')))} ({ev.get('kind')})")
@@ -502,14 +519,15 @@ class _Judge:
             return (f"{tp}: {who} elected leader ({ev.get('election')}, epoch "
                     f"{ev.get('leader_epoch')}, ISR {_set(_ints(ev.get('isr')))})")
         if n == "partition_offline":
-            return (f"{tp} offline: no leader (epoch {ev.get('leader_epoch')}, ISR "
-                    f"{_set(_ints(ev.get('isr')))}, ELR {_set(_ints(ev.get('elr')))})")
+            return (f"{tp} offline: no leader (ISR {_set(_ints(ev.get('isr')))}, ELR "
+                    f"{_set(_ints(ev.get('elr')))}{_opt(', epoch', ev.get('leader_epoch'))})")
         if n == "become_leader":
-            return (f"broker-{r} became leader of {tp} (epoch {ev.get('leader_epoch')}, LEO "
-                    f"{ev.get('leo')}, HW {ev.get('hw')})")
+            return (f"broker-{r} became leader of {tp} (epoch {ev.get('leader_epoch')}"
+                    f"{_opt(', LEO', ev.get('leo'))}{_opt(', HW', ev.get('hw'))})")
         if n == "become_follower":
             return (f"broker-{r} became follower of broker-{ev.get('leader')} for {tp} "
-                    f"(epoch {ev.get('leader_epoch')}, LEO {ev.get('leo')}, HW {ev.get('hw')})")
+                    f"(epoch {ev.get('leader_epoch')}{_opt(', LEO', ev.get('leo'))}"
+                    f"{_opt(', HW', ev.get('hw'))})")
         if n == "log_truncate":
             below = f" below its HW {ev.get('hw')}" if ev.get("hw") is not None else ""
             return (f"broker-{r} truncated {tp} {ev.get('old_leo')} -> {ev.get('new_leo')}"
@@ -635,9 +653,7 @@ class _Judge:
                                                            tuple[str, ...]]] = {}
         for f in self.fold.faults:
             seq, ts, fault, phase, targets = f
-            if ts > hi:
-                break
-            if not nodes & set(targets):
+            if not nodes & set(targets) or (ts > hi and phase == "start"):
                 continue
             if phase == "start":
                 started[(fault, targets)] = f
@@ -849,7 +865,8 @@ class _Judge:
                 states = "; ".join(f"broker-{b} {self._status(key, b)}"
                                    for b in sorted(electable))
                 steps.append(self._step(last, self._words(last) + (
-                    f"; electable {_set(sorted(electable))} — at the end {states}"
+                    (f"; electable {_set(sorted(electable))} — at the end {states}"
+                     if electable else "; the trace names no replica it could elect")
                     + ("; unclean.leader.election.enable=false" if unclean is False else ""))))
             rule = "partition_offline"
         elif "damaged record batch" in detail:
@@ -1308,20 +1325,12 @@ class _Judge:
     def story_chain(self, anomaly: str, key: Key, d: dict[str, Any]) -> Chain:
         """The chain of a partition- or client-level finding (the generic one for a kind
         the explainer does not know)."""
-        build = {
-            "isr_churn": self.churn_chain, "no_convergence": self.convergence_chain,
-            "lost_committed_offset": self.commit_chain, "nonmonotonic_send": self.send_chain,
-            "duplicate": self.duplicate_chain, "expired": self.expired_chain,
-            "outside_assignment": self.outside_chain,
-            "read_uncommitted": self.uncommitted_chain,
-            "possible_committed_truncation": self.truncation_chain,
-            "unclean_election": self.unclean_chain,
-            "leader_epoch_regression": self.epoch_chain,
-        }.get(anomaly)
-        if anomaly in ("nonmonotonic_poll", "poll_skip"):
+        name = STORY_KINDS.get(anomaly)
+        if name == "poll_chain":
             return self.poll_chain(anomaly, key, d)
-        if build is None or self.fold.story is None:
+        if name is None or self.fold.story is None:
             return self.generic_chain(anomaly, key, d)
+        build: Callable[[Key, dict[str, Any]], Chain] = getattr(self, name)
         return build(key, d)
 
     # -- the rest --
