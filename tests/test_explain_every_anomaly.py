@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import catalog_trace, run_to_bytes
 from traces.checker import check_file
 from traces.explain import RECORD_ANOMALIES, RULES, Chain, explain
-from traces.explain_chains import STORY_KINDS
+from traces.explain_story import STORY_KINDS
 from traces.logs.importer import import_logs
 from traces.schema import ANOMALIES, POSSIBLE_LOSS
 
