@@ -302,15 +302,19 @@ def _why(path: Path, base: dict[str, Any], first: Sequence[str] = ()
     """The rule of the chain covering the most findings of the first watched anomaly (those
     of ``first`` before the others) that has chains (``+N``: N other rules for it), and the
     chain of that rule covering the most of them (the first on ties)."""
-    chains = [c for c in explain(str(path)).chains if not RULES[c.rule].expected]
+    every = explain(str(path)).chains
+    chains = [c for c in every if not RULES[c.rule].expected]
     for anomaly in [*first, *_watched(base)]:
         rules: dict[str, int] = {}
-        for c in chains:
+        # an anomaly the scenario is there to show is named by its rule even when Kafka
+        # permits it (S16's churn: follower_lagged)
+        source = every if anomaly in first else chains
+        for c in source:
             if c.anomaly == anomaly:
                 rules[c.rule] = rules.get(c.rule, 0) + c.count
         if rules:
             ranked = sorted(rules, key=lambda r: -rules[r])   # stable: first seen wins ties
-            top = max((c for c in chains if c.anomaly == anomaly and c.rule == ranked[0]),
+            top = max((c for c in source if c.anomaly == anomaly and c.rule == ranked[0]),
                       key=lambda c: c.count)   # max keeps the first of equals
             return ranked[0] + (f" +{len(ranked) - 1}" if len(ranked) > 1 else ""), top
     return None, None

@@ -45,8 +45,10 @@ rest of the house imports; the work lives beside it, each module importing only 
 listed before it: :mod:`traces.explain_fold` (pass 2: the replicas' logs and the partition's
 history), :mod:`traces.explain_rules` (:data:`RULES` and which rule a chain names),
 :mod:`traces.explain_output` (``Step``, ``Chain``, ``Explanation``, their JSON and
-:func:`format_text`), :mod:`traces.explain_chains` (:func:`explain`: the findings judged
-into chains, merged and ordered).
+:func:`format_text`), :mod:`traces.explain_story` (the chains of every finding that is
+not about one record: churn, offline partitions, stuck consumers, lost commits, TCP-held
+requests, imported possible losses), :mod:`traces.explain_chains` (:func:`explain`: the
+findings judged into chains, merged and ordered).
 """
 
 from __future__ import annotations

@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-import orjson
-
 from traces.checker import CheckResult, Event, check_file
-from traces.explain_fold import UNKNOWN, Key, _Change, _Fold, _int, _ints
+from traces.explain_fold import UNKNOWN, Key, _Change, _Fold, _int, _ints, _Story
 from traces.explain_output import Chain, Explanation, Step
 from traces.explain_rules import divergence_rule, hw_rule, record_rule
+from traces.explain_story import _Teller
 from traces.reader import iter_events
 
 #: findings whose chain the fold rebuilds offset by offset; the others get a generic chain
@@ -34,8 +33,9 @@ def _set(v: Iterable[int]) -> str:
     return "[" + ",".join(str(x) for x in v) + "]"
 
 
-class _Judge:
-    """Turn the checker's findings and the fold into chains."""
+class _Judge(_Teller):
+    """Turn the checker's findings and the fold into chains (the partition- and
+    client-level ones: :class:`~traces.explain_story._Teller`)."""
 
     def __init__(self, result: CheckResult, fold: _Fold) -> None:
         self.result = result
@@ -45,6 +45,8 @@ class _Judge:
         self.protocol = str(fold.header.get("protocol") or self.scenario.get("protocol") or "")
         bugs = self.scenario.get("bugs")
         self.bugs = [b for b in bugs if isinstance(b, str)] if isinstance(bugs, list) else []
+        self._seqs: list[int] | None = None
+        self._tss: list[int] = []
 
     def _ep(self, term: int | None) -> int | None:
         """The leader epoch of a term (None stays None)."""
@@ -432,20 +434,6 @@ class _Judge:
                      key=("hw_regression_replica", rule,
                           0 if rule == "truncated_below_hw" else replica, cause))
 
-    # -- the rest --
-
-    def generic_chain(self, anomaly: str, key: Key, d: dict[str, Any]) -> Chain:
-        """A finding without a rule of its own: its checker detail, in one step."""
-        seq = _int(d.get("seq"))
-        ts = _int(d.get("ts_us")) or 0
-        shown = {k: v for k, v in d.items() if k not in ("topic", "partition", "seq", "ts_us")}
-        # one broker's ISR exit and return is one churn in every partition it follows
-        group = ((anomaly, d.get("replica"), d.get("shrink_ts_us")) if anomaly == "isr_churn"
-                 else (anomaly, key))
-        return Chain(anomaly, key[0], key[1], "unexplained",
-                     [Step(seq if seq is not None else 1 << 62, ts,
-                           orjson.dumps(shown).decode())], [], key=group)
-
 
 def _matches(d: Mapping[str, Any], record: tuple[Key, int] | None) -> bool:
     if record is None:
@@ -477,7 +465,26 @@ def explain(path: str, *, anomaly: str | None = None,
             elif name == "hw_regression_replica":
                 hw_wanted[int(d["seq"])] = (key, int(d["replica"]))
                 watch.setdefault(key, set())
-    fold = _Fold(watch, snaps, hw_wanted)
+    # the partition- and client-level findings are told from the story, folded in the
+    # same pass: the sends, commits and reads they name, and the moments they need a
+    # partition's state at
+    story_kinds = [n for n in findings if n not in (
+        *RECORD_ANOMALIES, "log_divergence", "hw_regression_replica")]
+    below = {(s.topic, s.partition): s.under_min_isr_us for s in result.partitions.values()
+             if s.under_min_isr_us > 0 and anomaly in (None, "under_min_isr") and (
+                 record is None or (s.topic, s.partition) == record[0])}
+    story: _Story | None = None
+    if story_kinds or below:
+        told = [(n, d) for n in story_kinds for d in findings[n]]
+        story = _Story(
+            values=[str(d[f]) for n, d in told if n in ("nonmonotonic_send", "duplicate")
+                    for f in ("value", "previous_value") if d.get(f) is not None],
+            commits=[(str(d.get("group")), str(d["topic"]), int(d["partition"]))
+                     for n, d in told if n == "lost_committed_offset"],
+            polls=[int(d["seq"]) for n, d in told if n in ("nonmonotonic_poll", "poll_skip")],
+            snaps=[int(d["seq"]) for n, d in told if n in (
+                "isr_churn", "read_uncommitted", "unclean_election")])
+    fold = _Fold(watch, snaps, hw_wanted, story=story)
     with iter_events(path, verify=False) as stream:
         for ev in stream:
             fold.feed(ev)
@@ -521,7 +528,9 @@ def explain(path: str, *, anomaly: str | None = None,
         if name in (*RECORD_ANOMALIES, "log_divergence", "hw_regression_replica"):
             continue
         for d in ds:
-            add(judge.generic_chain(name, (str(d["topic"]), int(d["partition"])), d))
+            add(judge.story_chain(name, (str(d["topic"]), int(d["partition"])), d))
+    for key, us in sorted(below.items()):
+        add(judge.min_isr_chain(key, us))
     ordered = sorted(chains.values(), key=lambda c: (
         _ORDER.get(c.anomaly, 99), c.topic, c.partition,
         min((o for o, _ in c.records), default=0)))

@@ -182,8 +182,12 @@ class _Fold:
     """Pass 2: the replicas' logs of the watched partitions, and the snapshots asked for."""
 
     def __init__(self, watch: dict[Key, set[int]], snaps: dict[int, tuple[Key, int]],
-                 hw_wanted: dict[int, tuple[Key, int]], *, every: bool = False) -> None:
+                 hw_wanted: dict[int, tuple[Key, int]], *, every: bool = False,
+                 story: _Story | None = None) -> None:
         self.parts: dict[Key, _Part] = {}
+        #: the partition- and client-level facts, folded in the same pass (None: no
+        #: finding needs them)
+        self.story = story
         #: fold every partition, not only the watched ones (:func:`replica_logs`)
         self.every = every
         for key, offsets in watch.items():
@@ -242,6 +246,8 @@ class _Fold:
     # -- the events --
 
     def feed(self, ev: Event) -> None:
+        if self.story is not None:
+            self.story.feed(ev)
         name = ev.get("event")
         seq = _int(ev.get("seq")) or 0
         ts = _int(ev.get("ts_us")) or 0
@@ -488,3 +494,171 @@ def replica_logs(path: str) -> tuple[dict[tuple[str, int, int], dict[int, int | 
             term = log.epoch_at(o) if log is not None else None
             mine[o] = None if term is None else fold.term_epoch[term]
     return rebuilt, fold.final_epochs
+
+
+# --------------------------------------------------------------------------- the story
+
+#: the events a partition's or a client's chain is told from: faults, membership, roles,
+#: truncations, the clients' errors, resets and rebalances, TCP's held frames — never one
+#: per record (``leo_update``, ``hw_update``, ``consume``, ``produce_*`` are kept apart)
+STORY_EVENTS: Final = frozenset({
+    "fault", "node_crash", "node_restart", "node_pause", "node_resume", "node_start",
+    "broker_fenced", "broker_unfenced", "broker_registered", "broker_unregistered",
+    "controlled_shutdown", "isr_change", "alter_partition", "alter_partition_result",
+    "leader_elected", "partition_offline", "become_leader", "become_follower",
+    "log_truncate", "log_recovery", "replica_deleted", "replica_created", "reassignment",
+    "replicas_change", "fetcher_stall", "fetcher_resume", "tcp_stall", "tcp_resume",
+    "connection_failed", "connection_close", "request_failed", "produce_error",
+    "offset_reset", "rebalance", "assignment", "offset_fetch", "coordinator_load",
+    "coordinator_loaded", "coordinator_unload", "convergence", "corrupt_record",
+    "segment_delete", "log_start_offset_update", "delete_records", "delete_records_result",
+    "isr_update_skipped", "fetch_error", "partition_failed", "fetch_offset_reset",
+    "append_rejected", "msg_drop", "elect_leaders", "controller_elected",
+})
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (31·h + c over UTF-16 code units, a 32-bit int): how
+    Kafka places a group in ``__consumer_offsets`` (the trace contract names the formula,
+    ``GroupMetadataManager.partitionFor``; it is written again here, not imported, so the
+    explainer stays apart from the model)."""
+    data = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_partition(group: str, num_partitions: int) -> int:
+    """``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``."""
+    h = java_string_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % max(1, num_partitions)
+
+
+class _Story:
+    """What the chains of partition- and client-level findings are told from, in the same
+    pass as :class:`_Fold`: the :data:`STORY_EVENTS` by partition and by node, the faults,
+    each replica's LEO and HW and each partition's leader (snapshots at asked seqs), the
+    sends of watched values, the commits of watched keys, and the read before each watched
+    read."""
+
+    def __init__(self, *, values: Iterable[str] = (), commits: Iterable[tuple[str, str, int]]
+                 = (), polls: Iterable[int] = (), snaps: Iterable[int] = ()) -> None:
+        self.header: Event = {}
+        self.events: list[Event] = []
+        self.by_part: dict[Key, list[Event]] = {}
+        self.by_node: dict[str, list[Event]] = {}
+        self.leo: dict[tuple[str, int, int], int] = {}
+        self.hw: dict[tuple[str, int, int], int] = {}
+        #: partition -> its leader (None: none) and leader epoch, from the controller
+        self.leader: dict[Key, tuple[int | None, int | None]] = {}
+        self.isr: dict[Key, tuple[int, ...]] = {}
+        self.values = set(values)
+        #: produce_send / produce_ack / produce_error lines of the watched values
+        self.sends: dict[str, list[Event]] = {}
+        self.commit_keys = set(commits)
+        #: offset_commit / offset_commit_ack lines of the watched (group, topic, partition)
+        self.commits: dict[tuple[str, str, int], list[Event]] = {}
+        #: seq of an ack of a watched commit -> the offsets partition then (leader, epoch,
+        #: ISR, replica -> (LEO, HW))
+        self.at_ack: dict[int, tuple[int | None, int | None, tuple[int, ...],
+                                     dict[int, tuple[int, int]]]] = {}
+        self.polls = set(polls)
+        self._last_read: dict[tuple[Any, ...], Event] = {}
+        #: seq of a watched read -> the same chain's read before it
+        self.poll_prev: dict[int, Event] = {}
+        #: seq -> every replica's (LEO, HW) of the event's partition just before it
+        self.want = set(snaps)
+        self.state_at: dict[int, dict[int, tuple[int, int]]] = {}
+        self.end_ts = 0
+
+    def offsets_key(self, group: str) -> Key:
+        scenario = self.header.get("scenario")
+        cluster = scenario.get("cluster") if isinstance(scenario, dict) else None
+        n = _int(cluster.get("offsets.topic.num.partitions")) if isinstance(
+            cluster, dict) else None
+        return ("__consumer_offsets", offsets_partition(group, n or 50))
+
+    def _state(self, key: Key) -> dict[int, tuple[int, int]]:
+        return {r: (leo, self.hw.get((t, p, r), 0)) for (t, p, r), leo in sorted(
+            self.leo.items()) if (t, p) == key}
+
+    def feed(self, ev: Event) -> None:
+        name = ev.get("event")
+        seq = _int(ev.get("seq")) or 0
+        self.end_ts = max(self.end_ts, _int(ev.get("ts_us")) or 0)
+        topic, partition = ev.get("topic"), _int(ev.get("partition"))
+        key = (topic, partition) if isinstance(topic, str) and partition is not None else None
+        if seq in self.want and key is not None:
+            self.state_at[seq] = self._state(key)
+        if name == "run_start":
+            self.header = ev
+        elif name == "leo_update" and key is not None:
+            r, new = _int(ev.get("replica")), _int(ev.get("new"))
+            if r is not None and new is not None:
+                self.leo[(key[0], key[1], r)] = new
+            return
+        elif name == "hw_update" and key is not None:
+            r, new = _int(ev.get("replica")), _int(ev.get("new"))
+            if r is not None and new is not None:
+                self.hw[(key[0], key[1], r)] = new
+            return
+        elif name == "consume":
+            chain = (ev.get("group"), ev.get("consumer"), topic, partition)
+            if seq in self.polls and chain in self._last_read:
+                self.poll_prev[seq] = self._last_read[chain]
+            self._last_read[chain] = ev
+            return
+        elif name in ("produce_send", "produce_ack", "produce_error"):
+            v = ev.get("value")
+            if isinstance(v, str) and v in self.values:
+                self.sends.setdefault(v, []).append(ev)
+            if name != "produce_error":
+                return
+        elif name in ("offset_commit", "offset_commit_ack"):
+            ck = (str(ev.get("group")), str(topic), partition if partition is not None else -1)
+            if ck in self.commit_keys:
+                self.commits.setdefault(ck, []).append(ev)
+                if name == "offset_commit_ack":
+                    okey = self.offsets_key(ck[0])
+                    leader, epoch = self.leader.get(okey, (None, None))
+                    self.at_ack[seq] = (leader, epoch, self.isr.get(okey, ()),
+                                        self._state(okey))
+            return
+        elif name == "node_crash" and str(ev.get("node")).startswith("consumer-"):
+            node = str(ev.get("node"))[len("consumer-"):]
+            for chain in [c for c in self._last_read if c[1] == node]:
+                del self._last_read[chain]
+        elif name == "assignment":
+            # as the checker's poll chains: an eager rebalance starts every chain again
+            # from the committed offset, a cooperative one those of partitions taken away
+            parts = ev.get("partitions")
+            kept = set(_ints(parts)) if ev.get("protocol", "eager") != "eager" else set()
+            who = (ev.get("group"), ev.get("consumer"))
+            for chain in [c for c in self._last_read if c[:2] == who and c[3] not in kept]:
+                del self._last_read[chain]
+        if name == "leader_elected" and key is not None:
+            leader = _int(ev.get("leader"))
+            self.leader[key] = (leader if leader is not None and leader >= 0 else None,
+                                _int(ev.get("leader_epoch")))
+            self.isr[key] = _ints(ev.get("isr"))
+        elif name == "partition_offline" and key is not None:
+            self.leader[key] = (None, _int(ev.get("leader_epoch")))
+        elif name == "isr_change" and key is not None:
+            self.isr[key] = _ints(ev.get("new"))
+        elif name in ("log_truncate", "log_recovery") and key is not None:
+            r = _int(ev.get("replica"))
+            leo = _int(ev.get("new_leo" if name == "log_truncate" else "leo"))
+            if r is not None and leo is not None:
+                self.leo[(key[0], key[1], r)] = leo
+        if name not in STORY_EVENTS:
+            return
+        self.events.append(ev)
+        if key is not None:
+            self.by_part.setdefault(key, []).append(ev)
+        elif name in ("coordinator_load", "coordinator_loaded", "coordinator_unload") and (
+                partition is not None):
+            self.by_part.setdefault(("__consumer_offsets", partition), []).append(ev)
+        src = ev.get("node")
+        if isinstance(src, str):
+            self.by_node.setdefault(src, []).append(ev)

@@ -127,6 +127,141 @@ RULES: Final[dict[str, Rule]] = {
         "a follower truncated below its HW to a new leader's log: records it had seen "
         "committed were not on that leader (a consequence of a loss above, if any)",
         "as for the loss", expected=True),
+    # -- partition- and client-level findings (one per anomaly kind the checker counts) --
+    "partition_offline": Rule(
+        "the partition ended without a leader: every replica the controller may elect (the "
+        "ISR, the ELR) was down or fenced, and no clean election was possible",
+        "none while those replicas stay down (Kafka waits for one: "
+        "PartitionChangeBuilder.electLeader); unclean.leader.election.enable=true trades "
+        "the wait for a possible loss"),
+    "replica_down_at_end": Rule(
+        "a replica of the partition was still down, fenced or without a leader to follow "
+        "when the run ended", "none named: a longer heal, or the broker's return"),
+    "not_caught_up": Rule(
+        "when the run ended a replica had not caught up: the ISR was short of the replica "
+        "list, or the replicas' HW and LEO still differed",
+        "none named: a longer heal (replicas catch up by fetching)"),
+    "consumer_stuck_on_damaged_batch": Rule(
+        "a consumer's CRC check (check.crcs) found a damaged record batch served by a "
+        "replica whose disk was corrupted; it delivers and fetches nothing more from the "
+        "partition until it is revoked or its leader changes",
+        "none in Kafka: the application must seek past the batch (the consumer raises at "
+        "the damaged batch: CompletedFetch.corruptLastRecord, FetchCollector.collectFetch "
+        "3.7.0); a leader change lets it fetch a healthy copy"),
+    "consumer_behind": Rule(
+        "when the run ended a consumer's position was still below the HW",
+        "none named: a longer heal"),
+    "producer_retrying": Rule(
+        "when the run ended a producer still had batches to deliver: its requests were "
+        "failing or held, and it was retrying",
+        "none named: the batches are delivered or expire (delivery.timeout.ms)"),
+    "offsets_partition_loss": Rule(
+        "the __consumer_offsets partition of the group lost the record of an acknowledged "
+        "commit (a power loss, a truncation or an unclean election on its only copies); "
+        "the coordinator that loaded it again answered an older offset, or none",
+        "offsets.topic.replication.factor=3 (Kafka's default) with clean elections: a "
+        "commit is acknowledged only once min.insync.replicas of its replicas have it "
+        "(GroupMetadataManager.storeOffsets appends with acks=all)"),
+    "commit_not_loaded": Rule(
+        "the coordinator answered an older offset than the one it had acknowledged, "
+        "without its offsets partition losing a record the trace shows",
+        "none named: read the steps"),
+    "follower_lagged": Rule(
+        "the leader took a follower out of the ISR after it had not caught up for "
+        "replica.lag.time.max.ms (slow, cut off or down), and added it back once it reached "
+        "the leader's log end (Partition.maybeShrinkIsr / maybeExpandIsr)",
+        "none needed: the ISR follows its followers (informational)", expected=True),
+    "broker_fenced_rejoined": Rule(
+        "the controller fenced the follower's broker (its heartbeats stopped, or it "
+        "registered again after a restart) and took it out of the ISR; the leader added it "
+        "back once it caught up", "none needed: the ISR follows its followers "
+        "(informational)", expected=True),
+    "controlled_shutdown_rejoined": Rule(
+        "a controlled shutdown took the broker out of the ISR before it stopped; the "
+        "leader added it back once it had restarted and caught up",
+        "none needed: a rolling restart moves replicas out of and back into the ISR",
+        expected=True),
+    "isr_below_min": Rule(
+        "the ISR was smaller than min.insync.replicas while replicas were down, fenced or "
+        "lagging: acks=all writes were refused (NOT_ENOUGH_REPLICAS) until it grew back",
+        "none needed: Kafka gives up availability to keep acknowledged writes "
+        "(informational)", expected=True),
+    "offsets_reused": Rule(
+        "the earlier send's offset was taken from the partition's log (a truncation, a "
+        "power loss, the election of a replica without it), so the log the later send "
+        "reached gave it a lower offset", "as for the loss of the earlier record",
+        expected=True),
+    "retry_reordered": Rule(
+        "an earlier batch failed (or its answer was late) and was retried while a later "
+        "batch, sent with more than one request in flight, had already been written",
+        "enable.idempotence=true (KIP-98, Kafka 0.11; the default since 3.0) or "
+        "max.in.flight.requests.per.connection=1", expected=True),
+    "retry_duplicate": Rule(
+        "the producer retried a batch the broker had already written (its answer was lost "
+        "or late), and without idempotence the broker wrote it again",
+        "enable.idempotence=true (KIP-98, Kafka 0.11; the default since 3.0): the broker "
+        "drops a retried batch by its producer id and sequence", expected=True),
+    "duplicate_after_loss": Rule(
+        "the record was written twice at different offsets after the partition's log was "
+        "rewritten under it (a retry into a new leader's log)",
+        "as for the loss", expected=True),
+    "offset_reset": Rule(
+        "the consumer's position fell out of the partition's log (the log was truncated "
+        "or rewritten under it, or retention removed it) and auto.offset.reset moved it",
+        "none needed: auto.offset.reset decides where a lost position restarts "
+        "(FetchCollector: OFFSET_OUT_OF_RANGE requests a reset; "
+        "OffsetFetcher.resetPositionsIfNeeded, 3.7.0)", expected=True),
+    "position_restored": Rule(
+        "the consumer's position came from the group's committed offset again (a "
+        "rebalance or a restart), not from its last read",
+        "none needed: at-least-once delivery re-reads what was read after the last "
+        "commit", expected=True),
+    "read_rewritten_log": Rule(
+        "the consumer kept its position while the partition's log was rewritten under it "
+        "(a new leader without the records it had read), so its next reads came from "
+        "other records", "as for the loss of the records read", expected=True),
+    "retention": Rule(
+        "retention (retention.ms / retention.bytes) deleted the segment holding the "
+        "acknowledged record: the log no longer starts at or below it",
+        "none needed: not a loss (informational)", expected=True),
+    "deleted_records": Rule(
+        "DeleteRecords moved the log start offset past the acknowledged record",
+        "none needed: not a loss (informational)", expected=True),
+    "outside_replica_list": Rule(
+        "a replica outside the partition's replica list (one a reassignment removed) was "
+        "in the ISR or elected", "none named: read the steps"),
+    "read_above_hw": Rule(
+        "a consumer was handed a record at or above the high watermark of the leader "
+        "that served it",
+        "Kafka serves consumers only below the HW (Partition.fetchRecords, "
+        "FetchHighWatermark isolation)"),
+    "truncation_below_hw": Rule(
+        "a replica truncated its log below the high watermark it knew (Kafka's "
+        "'Truncating ... below high watermark'): records it had seen committed are gone from "
+        "it; a log cannot show whether they were acknowledged",
+        "unclean.leader.election.enable=false and min.insync.replicas>=2: a leader then "
+        "holds every committed record (ReplicaFetcherThread.truncate, 2.0.1+)"),
+    "unclean_leader_election": Rule(
+        "no replica of the ISR (or the ELR) could be elected, and the controller elected "
+        "one outside it, which lacks what only the ISR held",
+        "unclean.leader.election.enable=false (the default since Kafka 0.11, KIP-106)"),
+    "stale_leader_epoch": Rule(
+        "a leader took over with a lower leader epoch than an earlier leader of the "
+        "partition: the epoch went back (a stale LeaderAndIsr from a deposed controller, "
+        "or a topic deleted and created again)",
+        "none named: brokers refuse a LeaderAndIsr whose leader epoch is not higher than "
+        "their own and one from an older controller epoch (ReplicaManager."
+        "becomeLeaderOrFollower, STALE_CONTROLLER_EPOCH, 3.7.0); a log that shows one has "
+        "lines missing or out of order, or the topic was created again"),
+    "follower_hw_from_leader": Rule(
+        "a follower takes its HW from its leader's fetch responses (the smaller of its LEO "
+        "and the leader's HW): a leader with a lower HW (a new one, not yet caught up) "
+        "brought it down", "none needed: a follower's HW is a lagging copy (informational)",
+        expected=True),
+    "hw_local_regression": Rule(
+        "the replica's local HW went down with a change of its log or of its leader",
+        "none needed: Kafka's local HW is not monotonic across leaders (informational)",
+        expected=True),
     "unexplained": Rule(
         "no rule of this table matches the trace's steps", "read the steps"),
 }
@@ -226,7 +361,8 @@ def hw_rule(reason: str,
     """The rule of a replica's HW regression of ``reason``, from the replica's last HW raise
     before it and its last restart's recovery (:attr:`_Fold.hw_seen`)."""
     rule = {"become_leader": "stale_leader_hw", "recovery": "hw_checkpoint",
-            "truncate": "truncated_below_hw"}.get(reason, "unexplained")
+            "truncate": "truncated_below_hw",
+            "fetch_response": "follower_hw_from_leader"}.get(reason, "unexplained")
     since = 0
     if raised is not None:
         rs, _rt, _old, _new, why, divergent = raised
@@ -235,4 +371,4 @@ def hw_rule(reason: str,
         since = rs
     if recovered is not None and recovered[0] > since and rule == "unexplained":
         rule = "hw_checkpoint"
-    return rule
+    return "hw_local_regression" if rule == "unexplained" else rule
