@@ -224,3 +224,26 @@ def test_messages_are_refused_when_the_rerun_is_another_run(
     assert main([str(trace), "--messages"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not give the same run" in err[0], err
+
+
+def test_a_last_known_leader_election_is_named_for_kip966_not_for_the_unclean_setting(
+        tmp_path: Path) -> None:
+    """4.1 with the ELR fix, the issue-53 campaign's seed 605: a reassignment cancel leaves
+    ISR [2] (the in-sync copy on broker 4 removed), broker 2 loses power, ISR and ELR are
+    empty and KIP-966 elects the last-known leader, broker 2, without the records
+    (RECOVERING: traced as an unclean election). The rule is ``last_known_leader`` — Kafka
+    4.1 elects it whatever ``unclean.leader.election.enable`` says — never the unclean
+    setting's rule, whose fix would not help here."""
+    from helpers import run_to_bytes
+
+    sets = ['faults.plan=[]', 'fixes=["ELR-IN-REPLICAS"]',
+            'faults.nemesis=["reassign","pause","power_loss","kill","controlled_shutdown",'
+            '"kill_controller"]', "faults.interval_s=2.0", "faults.fault_duration_s=10.0",
+            "duration_s=60.0", "expect.anomalies=[]"]
+    res, data = run_to_bytes("elr-keeps-removed-replica", 605, sets)
+    assert res.status == "ok"
+    path = tmp_path / "seed-605.jsonl"
+    path.write_bytes(data)
+    lost = [c for c in explain(str(path)).chains if c.anomaly == "lost_acked_write"]
+    assert lost and lost[0].rule == "last_known_leader"
+    assert "unclean.leader.election.enable=false" not in RULES[lost[0].rule].fix

@@ -93,6 +93,12 @@ RULES: Final[dict[str, Rule]] = {
     "elr_election": Rule(
         "an eligible leader replica (KIP-966) without the record was elected",
         "none named: read the steps"),
+    "last_known_leader": Rule(
+        "with ISR and ELR empty, KIP-966 elected the last-known leader, which had lost the "
+        "record (its power loss, or the copies that left with the ISR and ELR); Kafka "
+        "4.1 does so whatever unclean.leader.election.enable says",
+        "none within KIP-966, which tolerates min.insync.replicas - 1 unclean shutdowns of "
+        "the ISR and ELR: more in-sync copies, or a flush policy (log.flush.interval.*)"),
     "last_replica_standing": Rule(
         "the last ISR member lost the record from its page cache at a power loss and was "
         "re-elected on restart (last replica standing)",
@@ -293,6 +299,12 @@ def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
         if before and all("power loss" in c.how for c in before):
             return power_rule({c.replica: c for c in before})
     if decisive is not None and decisive[2]["election"] == "unclean":
+        joined_as = joins.get(decisive[2]["leader"])
+        if joined_as is not None and joined_as[2].get("reason") == "last_known_leader":
+            # KIP-966 (4.1.0 PartitionChangeBuilder.canElectLastKnownLeader): with ISR and
+            # ELR empty the last-known leader is elected (RECOVERING) whatever
+            # unclean.leader.election.enable says; what emptied them is the story
+            return "last_known_leader"
         return "unclean_election"
     if decisive is not None:
         data = decisive[2]
