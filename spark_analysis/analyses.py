@@ -57,6 +57,18 @@ events against 2.2 s for one scan); the record pass's sends skip its offset-leve
 (half of its groups). No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
 its small result for every view that needs it.
 
+Each family and view is one SQL statement (``_query``: common table expressions, one per
+step, then a ``SELECT``) over the DataFrames it reads, passed as PySpark's formatter passes
+them (a temporary view for the statement, dropped once it is analysed; under Spark Connect
+the plan itself). Building one is a handful of Py4J calls: through the DataFrame API it was
+one or more per column, function and operator (about 27,000 for one analysis of ``make
+demo``'s trace, 0.6–1.4 ms each) and every ``select``/``where`` analysed eagerly. The
+statements keep the DataFrame API's plans (``tests/spark/test_analysis_families.py`` holds
+the two passes to their scans and no shuffle) and its columns, types and nullability, so
+the Parquet outputs are unchanged. Lambda variables keep the names written in the text, so
+an analysis built again generates the same Java source (PySpark's own lambdas were named
+afresh, ``x_3`` then ``x_11``, which made every analysis compile those classes again).
+
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
 under-replicated, top churning replicas, roll-ups by knob) are for reports and campaigns.
 """
@@ -115,14 +127,14 @@ _TOKENS: Final = {
     "$CONSUMER_NAME_AT": str(len(CONSUMER_NODE_PREFIX) + 1),
     "$CHURN_WINDOW_US": str(ISR_CHURN_WINDOW_US),
 }
-#: ``$ZERO(column)``: ``_zero``.
-_ZERO_RE: Final = re.compile(r"\$ZERO\(([^()]+)\)")
+#: ``$ZERO(column, type)``: ``_zero``.
+_ZERO_RE: Final = re.compile(r"\$ZERO\(([^(),]+), ([a-z]+)\)")
 _TOKEN_RE: Final = re.compile("|".join(re.escape(t) for t in sorted(_TOKENS, key=len,
                                                                     reverse=True)))
 
 
 def _expand(text: str) -> str:
-    text = _ZERO_RE.sub(lambda m: _zero(m.group(1)), text)
+    text = _ZERO_RE.sub(lambda m: _zero(m.group(1), m.group(2)), text)
     return _TOKEN_RE.sub(lambda m: _TOKENS[m.group(0)], text)
 
 
@@ -151,10 +163,12 @@ def _long_counts(source: str, names: Sequence[str]) -> str:
             f"array({counts}))) AS (anomaly, n) FROM {source}) WHERE n > 0")
 
 
-def _zero(column: str) -> str:
-    """``column``, 0 where null, still nullable (as ``DataFrame.na.fill(0)`` leaves it: the
-    Parquet outputs keep their schema)."""
-    return f"CASE WHEN {column} IS NULL THEN 0 ELSE {column} END"
+def _zero(column: str, sql_type: str = "bigint") -> str:
+    """``column`` with 0 where null, as ``DataFrame.na.fill(0)`` writes it: nullable in the
+    DataFrame's schema (a ``try_cast`` from text may be null) and required in a Parquet file written
+    from it (the optimizer folds the cast into a literal), so the outputs keep their
+    schemas."""
+    return f"coalesce({column}, try_cast('0' AS {sql_type}))"
 
 
 def _count(source: str, name: str) -> str:
@@ -851,10 +865,10 @@ def isr_churn_per_minute(side: DataFrame) -> DataFrame:
 _PARTITION_HEALTH: Final = """
     SELECT *, floor(under_min_isr_us / 1000) AS under_min_isr_ms,
            floor(under_replicated_us / 1000) AS under_replicated_ms
-    FROM (SELECT $ZERO(tid) AS tid, topic, $ZERO(`partition`) AS `partition`,
-                 $ZERO(under_min_isr_us) AS under_min_isr_us,
-                 $ZERO(under_replicated_us) AS under_replicated_us,
-                 $ZERO(churns) AS churns, $ZERO(shrinks) AS shrinks
+    FROM (SELECT $ZERO(tid, int) AS tid, topic, $ZERO(`partition`, int) AS `partition`,
+                 $ZERO(under_min_isr_us, bigint) AS under_min_isr_us,
+                 $ZERO(under_replicated_us, bigint) AS under_replicated_us,
+                 $ZERO(churns, bigint) AS churns, $ZERO(shrinks, bigint) AS shrinks
           FROM (SELECT $K,
                        sum(CASE WHEN under_min_isr THEN duration_us ELSE 0 END)
                            AS under_min_isr_us,
