@@ -57,19 +57,33 @@ events against 2.2 s for one scan); the record pass's sends skip its offset-leve
 (half of its groups). No Python UDFs anywhere. ``Analysis`` computes each pass once and keeps
 its small result for every view that needs it.
 
+Each family and view is one SQL statement (``_query``: common table expressions, one per
+step, then a ``SELECT``) over the DataFrames it reads, passed as PySpark's formatter passes
+them (a temporary view for the statement, dropped once it is analysed; under Spark Connect
+the plan itself). Building one is a handful of Py4J calls: through the DataFrame API it was
+one or more per column, function and operator (about 27,000 for one analysis of ``make
+demo``'s trace, 0.6–1.4 ms each) and every ``select``/``where`` analysed eagerly. The
+statements keep the DataFrame API's plans (``tests/spark/test_analysis_families.py`` holds
+the two passes to their scans and no shuffle) and its columns, types and nullability, so
+the Parquet outputs are unchanged. Lambda variables keep the names written in the text, so
+an analysis built again generates the same Java source (PySpark's own lambdas were named
+afresh, ``x_3`` then ``x_11``, which made every analysis compile those classes again).
+
 Views that are not anomaly counts (HW regressions per replica, churn per minute, time
 under-replicated, top churning replicas, roll-ups by knob) are for reports and campaigns.
 """
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, Final
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_analysis.load import SCENARIO_SCHEMA, Loaded
 from spark_analysis.side_by_side import JOBS_AT_ONCE, side_by_side
@@ -91,122 +105,194 @@ ORDER_ANOMALIES: Final = ("read_uncommitted", "poll_skip", "nonmonotonic_poll",
                           "hw_regression_replica")
 
 
-def _ev(df: DataFrame, *names: str) -> DataFrame:
-    return df.where(F.col("event").isin(*names))
+# --------------------------------------------------------------------------- SQL
 
 
-def _valid_k(df: DataFrame) -> DataFrame:
-    return df.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+#: One common table expression: (name, body). A statement is a list of them and a final
+#: ``SELECT`` (``_query``); the helpers below return the expressions a view needs, so a view
+#: is one ``spark.sql`` call whichever others it builds on.
+Cte = tuple[str, str]
+
+#: Tokens the SQL texts use for the constants they share (``_expand``).
+_TOKENS: Final = {
+    "$K": "tid, topic, `partition`",
+    "$VALID": "topic IS NOT NULL AND `partition` IS NOT NULL",
+    # null is the MISSING sentinel (as the checker keys a record value); SQL's \\u escape
+    "$MISSING": "'" + "".join(f"\\u{ord(c):04x}" for c in MISSING) + "'",
+    # acks as a code: 0 for "0", 2 for "all" (null and "-1" are "all": Kafka's default since
+    # 3.0), 1 otherwise
+    "$ACKS_CODE": ("CASE WHEN acks = '0' THEN 0 WHEN acks IS NULL OR acks IN ('-1', 'all') "
+                   "THEN 2 ELSE 1 END"),
+    "$CONSUMER_PREFIX": "'" + CONSUMER_NODE_PREFIX + "'",
+    "$CONSUMER_NAME_AT": str(len(CONSUMER_NODE_PREFIX) + 1),
+    "$CHURN_WINDOW_US": str(ISR_CHURN_WINDOW_US),
+}
+#: ``$ZERO(column, type)``: ``_zero``.
+_ZERO_RE: Final = re.compile(r"\$ZERO\(([^(),]+), ([a-z]+)\)")
+_TOKEN_RE: Final = re.compile("|".join(re.escape(t) for t in sorted(_TOKENS, key=len,
+                                                                    reverse=True)))
 
 
-def _value_n(col: str = "value") -> Column:
-    """Record value with null as the MISSING sentinel (as the checker keys it)."""
-    return F.coalesce(F.col(col), F.lit(MISSING))
+def _expand(text: str) -> str:
+    text = _ZERO_RE.sub(lambda m: _zero(m.group(1), m.group(2)), text)
+    return _TOKEN_RE.sub(lambda m: _TOKENS[m.group(0)], text)
 
 
-def _acks_n() -> Column:
-    """acks normalised: null and "-1" are "all" (Kafka's default since 3.0)."""
-    return F.when(F.col("acks").isNull() | (F.col("acks") == "-1"), F.lit("all")).otherwise(
-        F.col("acks"))
+def _query(spark: SparkSession, ctes: Sequence[Cte], select: str,
+           **frames: DataFrame) -> DataFrame:
+    """One ``spark.sql`` statement: ``WITH`` the expressions (each once, in order of first
+    appearance), then ``select``. ``{name}`` in the text is the DataFrame ``frames[name]``
+    (PySpark's formatter: a temporary view for the statement, dropped after it is analysed;
+    under Spark Connect the plan itself). A handful of Py4J calls, against one or more per
+    column, function and operator built through the DataFrame API (about 1 ms each here, and
+    each ``select``/``where`` analysed eagerly: ``docs/performance.md``)."""
+    seen: dict[str, str] = {}
+    for name, body in ctes:
+        if seen.setdefault(name, body) != body:
+            raise ValueError(f"two common table expressions named {name}")
+    text = ",\n".join(f"{name} AS ({body})" for name, body in seen.items())
+    return spark.sql(_expand((f"WITH {text}\n" if text else "") + select), None, **frames)
 
 
-def _stable(sql: str) -> Column:
-    """A SQL expression with higher-order functions whose lambda variables keep the names
-    written in it. PySpark's own ``F.filter(col, lambda x: ...)`` names each variable afresh
-    (``x_3``, then ``x_11`` in the next analysis: one counter per JVM), the name goes into
-    the generated Java code, and so every analysis compiled those classes again (Janino,
-    then the JIT from the interpreter up): 8 of the 10 new sources of a third pass over the
-    same traces (2026-11-28, ``docs/performance.md``). Column names in backticks where SQL
-    has a keyword of that name."""
-    return F.expr(sql)
+def _long_counts(source: str, names: Sequence[str]) -> str:
+    """A ``SELECT`` of (K, anomaly, n) from ``source`` (K, one column per name), for the names
+    with n > 0."""
+    keys = ", ".join(f"'{n}'" for n in names)
+    counts = ", ".join(f"CAST({n} AS bigint)" for n in names)
+    return (f"SELECT * FROM (SELECT $K, explode(map_from_arrays(array({keys}), "
+            f"array({counts}))) AS (anomaly, n) FROM {source}) WHERE n > 0")
 
 
-def _long_counts(df: DataFrame, names: tuple[str, ...]) -> DataFrame:
-    """(K, one column per name) -> (K, anomaly, n) for the names with n > 0."""
-    pairs = F.explode(F.map_from_arrays(F.array(*[F.lit(n) for n in names]),
-                                        F.array(*[F.col(n).cast("long") for n in names])))
-    return df.select(*K, pairs.alias("anomaly", "n")).where(F.col("n") > 0)
+def _zero(column: str, sql_type: str = "bigint") -> str:
+    """``column`` with 0 where null, as ``DataFrame.na.fill(0)`` writes it: nullable in the
+    DataFrame's schema (a ``try_cast`` from text may be null) and required in a Parquet file written
+    from it (the optimizer folds the cast into a literal), so the outputs keep their
+    schemas."""
+    return f"coalesce({column}, try_cast('0' AS {sql_type}))"
+
+
+def _count(source: str, name: str) -> str:
+    """A ``SELECT`` of (K, anomaly, n): ``source``'s rows per partition."""
+    return f"SELECT $K, '{name}' AS anomaly, count(1) AS n FROM {source} GROUP BY $K"
 
 
 # --------------------------------------------------------------------------- per trace
 
 
+def _ddl(t: T.DataType) -> str:
+    """A type as SQL writes it, field names quoted (``min.insync.replicas``)."""
+    if isinstance(t, T.StructType):
+        return "struct<" + ", ".join(f"`{f.name}`: {_ddl(f.dataType)}" for f in t.fields) + ">"
+    if isinstance(t, T.ArrayType):
+        return f"array<{_ddl(t.elementType)}>"
+    if isinstance(t, T.MapType):
+        return f"map<{_ddl(t.keyType)}, {_ddl(t.valueType)}>"
+    return t.simpleString()
+
+
+_SCENARIO: Final = f"from_json(scenario, '{_ddl(SCENARIO_SCHEMA)}')"
+
+
 def trace_meta(data: Loaded) -> DataFrame:
     """One row per trace: scenario name, seed, protocol, knobs, status, events, end time."""
-    side = data.side
-    start = _ev(side, "run_start").select(
-        "tid", "seed", F.from_json("scenario", SCENARIO_SCHEMA).alias("sc"),
-        F.col("protocol").alias("run_protocol"))
-    end = _ev(side, "run_end").select("tid", F.col("status"))
-    faults = (_ev(side, "fault").where(F.col("fault").isNotNull())
-              .groupBy("tid").agg(F.array_sort(F.collect_set("fault")).alias("fault_kinds")))
-    return (
-        data.traces.join(start, "tid", "left").join(end, "tid", "left")
-        .join(faults, "tid", "left")
-        .select(
-            "trace", "events", "end_us", "seed", "status",
-            F.col("sc.name").alias("scenario"),
-            F.coalesce("run_protocol", "sc.protocol").alias("protocol"),
-            F.array_join(F.array_sort(F.array_distinct(
-                _stable("transform(sc.producers, p -> p.acks)"))), ",").alias("acks"),
-            F.array_min(_stable("transform(sc.topics, t -> t.`min.insync.replicas`)"))
-            .alias("min_insync_replicas"),
-            _stable("exists(sc.topics, t -> coalesce(t.`unclean.leader.election.enable`, "
-                    "false))").alias("unclean"),
-            F.coalesce(F.array_join("fault_kinds", ","), F.lit("")).alias("fault_kinds"),
-            F.col("sc.expect").alias("expect"),
-            F.coalesce(F.col("sc.imported"), F.lit(False)).alias("imported"),
-        )
-    )
+    ctes = [
+        ("start", f"SELECT tid, seed, {_SCENARIO} AS sc, protocol AS run_protocol "
+                  "FROM {side} WHERE event = 'run_start'"),
+        ("run_end", "SELECT tid, status FROM {side} WHERE event = 'run_end'"),
+        ("faults", "SELECT tid, array_sort(collect_set(fault)) AS fault_kinds FROM {side} "
+                   "WHERE event = 'fault' AND fault IS NOT NULL GROUP BY tid"),
+    ]
+    return _query(data.side.sparkSession, ctes, """
+        SELECT trace, events, end_us, seed, status, sc.name AS scenario,
+               coalesce(run_protocol, sc.protocol) AS protocol,
+               array_join(array_sort(array_distinct(transform(sc.producers, p -> p.acks))),
+                          ',') AS acks,
+               array_min(transform(sc.topics, t -> t.`min.insync.replicas`))
+                   AS min_insync_replicas,
+               exists(sc.topics, t -> coalesce(t.`unclean.leader.election.enable`, false))
+                   AS unclean,
+               coalesce(array_join(fault_kinds, ','), '') AS fault_kinds,
+               sc.expect AS expect, coalesce(sc.imported, false) AS imported
+        FROM {traces} LEFT JOIN start USING (tid) LEFT JOIN run_end USING (tid)
+             LEFT JOIN faults USING (tid)""", side=data.side, traces=data.traces)
+
+
+def _scenario_topics() -> list[Cte]:
+    """``topics``: per trace and topic, replication factor and effective min ISR
+    (min(minISR, RF)); the first a trace names (as ``dropDuplicates`` keeps)."""
+    return [("topics", f"""
+        SELECT tid, topic, first(rf) AS rf, coalesce(first(eff_min_isr), 1) AS eff_min_isr FROM (
+            SELECT tid, t.name AS topic, t.`replication.factor` AS rf,
+                   CASE WHEN t.`replication.factor` IS NULL
+                        THEN coalesce(t.`min.insync.replicas`, 1)
+                        ELSE least(coalesce(t.`min.insync.replicas`, 1),
+                                   t.`replication.factor`) END AS eff_min_isr
+            FROM (SELECT tid, explode({_SCENARIO}.topics) AS t FROM {{side}}
+                  WHERE event = 'run_start')
+            WHERE t.name IS NOT NULL)
+        GROUP BY tid, topic""")]
 
 
 def scenario_topics(side: DataFrame) -> DataFrame:
     """Per trace and topic: replication factor and effective min ISR (min(minISR, RF))."""
-    topics = _ev(side, "run_start").select(
-        "tid", F.explode(F.from_json("scenario", SCENARIO_SCHEMA)["topics"]).alias("t"))
-    min_isr = F.coalesce(F.col("t")["min.insync.replicas"], F.lit(1))
-    rf = F.col("t")["replication.factor"]
-    return topics.where(F.col("t")["name"].isNotNull()).select(
-        "tid", F.col("t")["name"].alias("topic"), rf.alias("rf"),
-        F.when(rf.isNull(), min_isr).otherwise(F.least(min_isr, rf)).alias("eff_min_isr"),
-    ).dropDuplicates(["tid", "topic"])
+    return _query(side.sparkSession, _scenario_topics(), "SELECT * FROM topics", side=side)
 
 
 # --------------------------------------------------------------------------- final logs
 
 
-def _final_logs(side: DataFrame) -> DataFrame:
-    return _valid_k(_ev(side, "final_log")).where(F.col("replica").isNotNull())
+_FINAL_LOGS: Final = ("SELECT * FROM {side} WHERE event = 'final_log' AND $VALID "
+                      "AND replica IS NOT NULL")
+
+
+def _final_replicas(name: str = "reps", *, epochs: bool = True) -> list[Cte]:
+    last_epoch = (", max(coalesce(array_max(transform(filter(records, r -> size(r) >= 2), "
+                  "r -> try_cast(try_element_at(r, 3) AS int))), -1)) AS last_epoch"
+                  if epochs else "")
+    return [(name, f"""
+        SELECT $K, replica, max(coalesce(hw, 0)) AS hw, max(coalesce(leo, 0)) AS leo,
+               max(coalesce(log_start_offset, 0)) AS lso{last_epoch}
+        FROM ({_FINAL_LOGS}) GROUP BY $K, replica""")]
 
 
 def final_replicas(side: DataFrame, *, epochs: bool = True) -> DataFrame:
     """Per replica with a ``final_log``: HW, LEO, logStartOffset and (with ``epochs``)
     ``last_epoch`` (the largest epoch of its records, -1 when none), max over its events."""
-    marks = [F.max(F.coalesce("hw", F.lit(0))).alias("hw"),
-             F.max(F.coalesce("leo", F.lit(0))).alias("leo"),
-             F.max(F.coalesce("log_start_offset", F.lit(0))).alias("lso")]
-    if epochs:
-        last = _stable("transform(filter(records, r -> size(r) >= 2), "
-                       "r -> try_cast(try_element_at(r, 3) AS int))")
-        marks.append(F.max(F.coalesce(F.array_max(last), F.lit(-1))).alias("last_epoch"))
-    return _final_logs(side).groupBy(*K, "replica").agg(*marks)
+    return _query(side.sparkSession, _final_replicas(epochs=epochs), "SELECT * FROM reps",
+                  side=side)
+
+
+def _final_records(name: str, replicas: str | None = None,
+                   extra: Sequence[str] = ()) -> list[Cte]:
+    """``name``: every ``[offset, value, epoch]`` of every ``final_log`` (K, replica, offset,
+    value, then ``extra``, columns of ``replicas``); with ``replicas`` (the name of a small
+    table keyed by K and replica, broadcast), only the logs of those replicas, chosen before
+    their records are exploded."""
+    more = "".join(f", {c}" for c in extra)
+    logs = f"SELECT $K, replica, records FROM ({_FINAL_LOGS})"
+    if replicas:
+        logs = (f"SELECT /*+ BROADCAST({replicas}) */ $K, replica, records{more} "
+                f"FROM ({logs}) JOIN {replicas} USING ($K, replica)")
+    return [(name, f"""
+        SELECT * FROM (
+            SELECT $K, replica, try_cast(try_element_at(r, 1) AS bigint) AS `offset`,
+                   coalesce(try_element_at(r, 2), $MISSING) AS value{more}
+            FROM (SELECT $K, replica{more}, explode(records) AS r FROM ({logs}))
+            WHERE size(r) >= 2)
+        WHERE `offset` IS NOT NULL""")]
 
 
 def final_records(side: DataFrame, replicas: DataFrame | None = None) -> DataFrame:
     """Every ``[offset, value, epoch]`` of every ``final_log``: (K, replica, offset, value,
     then the columns of ``replicas``); with ``replicas`` (K, replica, ...: small, broadcast),
     only the logs of those replicas, chosen before their records are exploded."""
-    logs = _final_logs(side).select(*K, "replica", "records")
-    extra: list[str] = []
-    if replicas is not None:
-        logs = logs.join(F.broadcast(replicas), [*K, "replica"])
-        extra = [c for c in replicas.columns if c not in (*K, "replica")]
-    rec = logs.select(*K, "replica", *extra, F.explode("records").alias("r")).where(
-        F.size("r") >= 2)
-    return rec.select(
-        *K, "replica", F.try_element_at("r", F.lit(1)).try_cast("bigint").alias("offset"),
-        F.coalesce(F.try_element_at("r", F.lit(2)), F.lit(MISSING)).alias("value"), *extra,
-    ).where(F.col("offset").isNotNull())
+    if replicas is None:
+        return _query(side.sparkSession, _final_records("recs"), "SELECT * FROM recs",
+                      side=side)
+    extra = [c for c in replicas.columns if c not in (*K, "replica")]
+    return _query(side.sparkSession, [("chosen", "SELECT * FROM {replicas}"),
+                                      *_final_records("recs", "chosen", extra)],
+                  "SELECT * FROM recs", side=side, replicas=replicas)
 
 
 def final_source(side: DataFrame) -> DataFrame:
@@ -214,54 +300,161 @@ def final_source(side: DataFrame) -> DataFrame:
 
     Columns: ``SOURCE_SCHEMA`` (source columns are null when no replica left a ``final_log``).
     """
-    lead = (_valid_k(_ev(side, "leader_elected", "partition_offline"))
-            .groupBy(*K).agg(F.max_by(F.struct("event", "leader"), "seq").alias("last")))
-    lead = lead.select(*K, F.when(
-        (F.col("last.event") == "leader_elected") & (F.col("last.leader") >= 0),
-        F.col("last.leader")).alias("elected"), F.lit(True).alias("has_leadership"))
-    conv = (_valid_k(_ev(side, "convergence")).groupBy(*K).agg(
-        (~F.bool_and(F.coalesce("converged", F.lit(False)))).alias("not_converged")))
-    reps = final_replicas(side)
-    best = reps.withColumn("rk", F.row_number().over(
-        Window.partitionBy(*K).orderBy(F.desc("hw"), F.asc("replica")))).where("rk = 1")
-    # offline: the replica a recovery would elect (latest last epoch, then longest log)
-    recovered = reps.withColumn("rk", F.row_number().over(
-        Window.partitionBy(*K).orderBy(F.desc("last_epoch"), F.desc("leo"), F.asc("replica")))
-    ).where("rk = 1")
-    universe = (lead.select(*K).union(reps.select(*K)).union(conv.select(*K))).distinct()
-    df = (universe.join(lead, K, "left").join(conv, K, "left")
-          .join(best.select(*K, F.col("replica").alias("best")), K, "left")
-          .join(recovered.select(*K, F.col("replica").alias("recovered")), K, "left")
-          .join(reps.select(*K, F.col("replica").alias("elected"), F.lit(True).alias("el_log")),
-                [*K, "elected"], "left"))
-    has_logs = F.col("best").isNotNull()
-    offline = F.col("elected").isNull() & (F.col("has_leadership").isNotNull() | has_logs)
-    df = df.select(
-        *K, "elected", offline.alias("offline"),
-        F.coalesce("not_converged", F.lit(False)).alias("not_converged"),
-        F.when(F.col("el_log").isNotNull(), F.col("elected"))
-        .when(offline, F.col("recovered")).otherwise(F.col("best")).alias("source"),
-    )
+    ctes = [
+        ("lead", """
+            SELECT $K, CASE WHEN last.event = 'leader_elected' AND last.leader >= 0
+                            THEN last.leader END AS elected, true AS has_leadership
+            FROM (SELECT $K, max_by(struct(event, leader), seq) AS last FROM {side}
+                  WHERE event IN ('leader_elected', 'partition_offline') AND $VALID
+                  GROUP BY $K)"""),
+        ("conv", """
+            SELECT $K, NOT bool_and(coalesce(converged, false)) AS not_converged FROM {side}
+            WHERE event = 'convergence' AND $VALID GROUP BY $K"""),
+        *_final_replicas(),
+        ("best", """
+            SELECT $K, replica AS best FROM (
+                SELECT *, row_number() OVER (PARTITION BY $K ORDER BY hw DESC, replica ASC)
+                    AS rk FROM reps) WHERE rk = 1"""),
+        # offline: the replica a recovery would elect (latest last epoch, then longest log)
+        ("recovered", """
+            SELECT $K, replica AS recovered FROM (
+                SELECT *, row_number() OVER (PARTITION BY $K
+                    ORDER BY last_epoch DESC, leo DESC, replica ASC) AS rk FROM reps)
+            WHERE rk = 1"""),
+        ("universe", "SELECT $K FROM lead UNION SELECT $K FROM reps UNION SELECT $K FROM conv"),
+        ("joined", """
+            SELECT * FROM universe LEFT JOIN lead USING ($K) LEFT JOIN conv USING ($K)
+                LEFT JOIN best USING ($K) LEFT JOIN recovered USING ($K)
+                LEFT JOIN (SELECT $K, replica AS elected, true AS el_log FROM reps) el
+                    USING ($K, elected)"""),
+        ("chosen", """
+            SELECT $K, elected, offline, coalesce(not_converged, false) AS not_converged,
+                   CASE WHEN el_log IS NOT NULL THEN elected WHEN offline THEN recovered
+                        ELSE best END AS source
+            FROM (SELECT *, elected IS NULL AND (has_leadership IS NOT NULL
+                                                 OR best IS NOT NULL) AS offline
+                  FROM joined)"""),
+    ]
     # offline: its records are on disk, committed up to its LEO (its HW is a stale checkpoint)
-    return df.join(
-        reps.select(*K, F.col("replica").alias("source"), "hw", "leo",
-                    F.col("lso").alias("src_lso")), [*K, "source"], "left"
-    ).select(*K, "elected", "offline", "not_converged", "source",
-             F.when(F.col("offline"), F.greatest("hw", "leo")).otherwise(F.col("hw"))
-             .alias("src_hw"), "src_lso")
+    return _query(side.sparkSession, ctes, """
+        SELECT $K, elected, offline, not_converged, source,
+               CASE WHEN offline THEN greatest(hw, leo) ELSE hw END AS src_hw, src_lso
+        FROM chosen LEFT JOIN (SELECT $K, replica AS source, hw, leo, lso AS src_lso
+                               FROM reps) src USING ($K, source)""", side=side)
+
+
+def _committed_records() -> list[Cte]:
+    """``committed``: the final committed log (K, offset, value): the source replica's
+    records, lso <= offset < hw, from ``{source}`` (``final_source``: small, broadcast)."""
+    return [
+        ("src_logs", "SELECT $K, source AS replica, src_hw, src_lso FROM {source} "
+                     "WHERE source IS NOT NULL"),
+        *_final_records("src_records", "src_logs", ["src_hw", "src_lso"]),
+        ("committed", "SELECT $K, `offset`, value FROM src_records "
+                      "WHERE `offset` >= src_lso AND `offset` < src_hw"),
+    ]
 
 
 def committed_records(side: DataFrame, source: DataFrame) -> DataFrame:
     """The final committed log: (K, offset, value), source replica, lso <= offset < hw.
     (A value listed twice at one offset appears twice.)"""
-    src = source.where(F.col("source").isNotNull()).select(
-        *K, F.col("source").alias("replica"), "src_hw", "src_lso")
-    return (final_records(side, src)
-            .where((F.col("offset") >= F.col("src_lso")) & (F.col("offset") < F.col("src_hw")))
-            .select(*K, "offset", "value"))
+    return _query(side.sparkSession, _committed_records(), "SELECT * FROM committed",
+                  side=side, source=source)
 
 
 # --------------------------------------------------------------------------- records
+
+
+def _record_verdicts() -> list[Cte]:
+    """``verdicts``: ``record_verdicts`` over ``{events}``, ``{side}`` and ``{source}``."""
+    return [
+        ("src", "SELECT $K, src_hw, src_lso, true AS has_src FROM {source} "
+                "WHERE source IS NOT NULL"),
+        # acks and consumes in one scan of the cached events (one filtered scan per kind,
+        # unioned, read the cache once per kind), each row keeping its own kind's columns,
+        # the others null
+        ("ev", """
+            SELECT *, coalesce(hw > src_hw, false) AS retracted, is_cons AND has_src AS c_src
+            FROM (SELECT /*+ BROADCAST(src) */ *,
+                         event = 'produce_ack' AND `offset` IS NOT NULL AND `offset` >= 0
+                             AS is_ack,
+                         event = 'consume' AND `offset` IS NOT NULL AS is_cons,
+                         $ACKS_CODE AS acks_code
+                  FROM {events} LEFT JOIN src USING ($K)
+                  WHERE $VALID AND ((event = 'produce_ack' AND `offset` IS NOT NULL
+                                     AND `offset` >= 0)
+                                    OR (event = 'consume' AND `offset` IS NOT NULL)))"""),
+        ("records", """
+            SELECT $K, coalesce(value, $MISSING) AS value, `offset`,
+                   CASE WHEN is_ack AND acks_code != 0 THEN seq END AS a_seq,
+                   CASE WHEN is_ack THEN acks_code END AS a_acks,
+                   CASE WHEN is_ack THEN producer END AS a_prod,
+                   value IS NOT NULL AS dup,
+                   CASE WHEN is_cons THEN `offset` END AS coff,
+                   CASE WHEN c_src THEN CAST(retracted AS int) END AS r1,
+                   CASE WHEN c_src THEN CAST(`offset` >= src_lso OR retracted AS int) END AS r2,
+                   CAST(NULL AS boolean) AS committed
+            FROM ev"""),
+        *_committed_records(),
+        # ``side`` is partitioned as ``events``, so the union keeps it (no exchange below)
+        ("rows", """
+            SELECT * FROM records UNION ALL
+            SELECT $K, value, `offset`, NULL, NULL, NULL, value != $MISSING, NULL, NULL, NULL,
+                   true FROM committed"""),
+        # (K, value, offset): what happened at this offset to this value
+        ("at_offset", """
+            SELECT $K, value, `offset`, a_seq, a_acks, a_prod, coff, committed,
+                   CASE WHEN dup THEN `offset` END AS doff,
+                   coalesce(CASE WHEN committed THEN r1 ELSE r2 END, 0) AS visible,
+                   CAST(NULL AS bigint) AS send_seq, CAST(NULL AS bigint) AS s_prod,
+                   CAST(NULL AS int) AS s_acks
+            FROM (SELECT value, $K, `offset`, min(a_seq) AS a_seq,
+                         min_by(a_acks, a_seq) AS a_acks, min_by(a_prod, a_seq) AS a_prod,
+                         min(coff) AS coff, coalesce(max(committed), false) AS committed,
+                         max(dup) AS dup, sum(r1) AS r1, sum(r2) AS r2
+                  FROM rows GROUP BY value, $K, `offset`)"""),
+        # the sends go straight to the per-value aggregate: a send has no offset, so at the
+        # offset level it met nothing but the value's other sends (their own group, half of
+        # that aggregate's groups); every aggregate below is a min, min_by or sum, the same
+        # over the sends as over their groups' results
+        ("at", """
+            SELECT * FROM at_offset UNION ALL
+            SELECT $K, value, NULL, NULL, NULL, NULL, NULL, NULL, NULL, CAST(0 AS bigint),
+                   seq, producer, $ACKS_CODE
+            FROM {events}
+            WHERE $VALID AND event = 'produce_send' AND value IS NOT NULL"""),
+        # (K, value): the value's first ack (the one of lowest seq over its offsets),
+        # offsets, visible regressions
+        ("per_value", """
+            SELECT /*+ BROADCAST(src) */ * FROM (
+                SELECT value, $K, min(a_seq) AS a_seq, min_by(`offset`, a_seq) AS a_off,
+                       min_by(a_acks, a_seq) AS a_acks, min_by(a_prod, a_seq) AS a_prod,
+                       min_by(committed, a_seq) AS a_comm, min(send_seq) AS send_seq,
+                       min_by(s_prod, send_seq) AS s_prod, min_by(s_acks, send_seq) AS s_acks,
+                       min(coff) AS cmin, min(doff) AS dmin, max(doff) AS dmax,
+                       sum(visible) AS visible
+                FROM at GROUP BY value, $K) LEFT JOIN src USING ($K)"""),
+        # where a send landed: its ack, or — its ack lost — the lowest offset a read placed
+        # it at
+        ("placed", """
+            SELECT *,
+                   CASE WHEN a_seq IS NOT NULL THEN a_off
+                        WHEN a_seq IS NULL AND s_acks != 0 AND cmin IS NOT NULL THEN cmin
+                   END AS pos,
+                   CASE WHEN a_seq IS NOT NULL THEN a_prod ELSE s_prod END AS pos_producer
+            FROM per_value"""),
+        ("verdicts", """
+            SELECT $K, value, visible,
+                   CASE WHEN a_seq IS NULL OR has_src IS NULL THEN CAST(NULL AS string)
+                        WHEN a_off < src_lso THEN 'expired'
+                        WHEN NOT a_comm AND a_acks = 2 THEN 'lost_acked_write'
+                        WHEN NOT a_comm THEN 'lost_acked_uncommitted' END AS verdict,
+                   coalesce(dmin < dmax, false) AS duplicate,
+                   coalesce(pos < lag(pos) OVER (
+                       PARTITION BY $K, pos IS NULL, pos_producer
+                       ORDER BY coalesce(send_seq, a_seq), a_seq), false) AS nonmonotonic_send
+            FROM placed"""),
+    ]
 
 
 def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
@@ -280,102 +473,123 @@ def record_verdicts(data: Loaded, source: DataFrame) -> DataFrame:
     code instead of sorting the rows (a struct buffer forces a sort-based aggregate: half of
     this family's time).
     """
-    src = F.broadcast(source.where(F.col("source").isNotNull()).select(
-        *K, "src_hw", "src_lso", F.lit(True).alias("has_src")))
-    acks_code = (F.when(_acks_n() == "0", F.lit(0)).when(_acks_n() == "all", F.lit(2))
-                 .otherwise(F.lit(1)))
-    event, offset, value = F.col("event"), F.col("offset"), F.col("value")
-    # acks and consumes in one scan of the cached events (one filtered scan per kind, unioned,
-    # read the cache once per kind), each row keeping its own kind's columns, the others null
-    is_ack = (event == "produce_ack") & offset.isNotNull() & (offset >= 0)
-    is_cons = (event == "consume") & offset.isNotNull()
-    events = _valid_k(data.events)
-    ev = events.where(is_ack | is_cons).join(src, K, "left")
-    retracted = F.coalesce(F.col("hw") > F.col("src_hw"), F.lit(False))
-    has_src = is_cons & F.col("has_src")
-    records = ev.select(
-        *K, _value_n().alias("value"), "offset",
-        F.when(is_ack & (acks_code != 0), F.col("seq")).alias("a_seq"),
-        F.when(is_ack, acks_code).alias("a_acks"),
-        F.when(is_ack, F.col("producer")).alias("a_prod"),
-        value.isNotNull().alias("dup"),
-        F.when(is_cons, offset).alias("coff"),
-        F.when(has_src, retracted.cast("int")).alias("r1"),
-        F.when(has_src, ((offset >= F.col("src_lso")) | retracted).cast("int")).alias("r2"))
-    # ``side`` is partitioned as ``events``, so the union keeps it (no exchange below)
-    comm = committed_records(data.side, source).select(
-        *K, "value", "offset", F.lit(True).alias("committed"),
-        (F.col("value") != MISSING).alias("dup"))
-    rows = records.unionByName(comm, allowMissingColumns=True)
-    # (K, value, offset): what happened at this offset to this value
-    at = rows.groupBy("value", *K, "offset").agg(
-        F.min("a_seq").alias("a_seq"), F.min_by("a_acks", "a_seq").alias("a_acks"),
-        F.min_by("a_prod", "a_seq").alias("a_prod"),
-        F.min("coff").alias("coff"),
-        F.coalesce(F.max("committed"), F.lit(False)).alias("committed"),
-        F.max("dup").alias("dup"),
-        F.sum("r1").alias("r1"), F.sum("r2").alias("r2"))
-    at = at.select(
-        *K, "value", "offset", "a_seq", "a_acks", "a_prod", "coff", "committed",
-        F.when(F.col("dup"), F.col("offset")).alias("doff"),
-        F.coalesce(F.when(F.col("committed"), F.col("r1")).otherwise(F.col("r2")), F.lit(0))
-        .alias("visible"))
-    # the sends go straight to the per-value aggregate: a send has no offset, so at the
-    # offset level it met nothing but the value's other sends (their own group, half of that
-    # aggregate's groups); every aggregate below is a min, min_by or sum, the same over the
-    # sends as over their groups' results
-    sends = events.where((event == "produce_send") & value.isNotNull()).select(
-        *K, "value", F.col("seq").alias("send_seq"), F.col("producer").alias("s_prod"),
-        acks_code.alias("s_acks"), F.lit(0).cast("long").alias("visible"))
-    at = at.unionByName(sends, allowMissingColumns=True)
-    # (K, value): the value's first ack (the one of lowest seq over its offsets), offsets,
-    # visible regressions
-    per_value = at.groupBy("value", *K).agg(
-        F.min("a_seq").alias("a_seq"), F.min_by("offset", "a_seq").alias("a_off"),
-        F.min_by("a_acks", "a_seq").alias("a_acks"), F.min_by("a_prod", "a_seq").alias("a_prod"),
-        F.min_by("committed", "a_seq").alias("a_comm"),
-        F.min("send_seq").alias("send_seq"), F.min_by("s_prod", "send_seq").alias("s_prod"),
-        F.min_by("s_acks", "send_seq").alias("s_acks"),
-        F.min("coff").alias("cmin"), F.min("doff").alias("dmin"), F.max("doff").alias("dmax"),
-        F.sum("visible").alias("visible"))
-    per_value = per_value.join(src, K, "left")
-    acked = F.col("a_seq").isNotNull()
-    verdict = (
-        F.when(~acked | F.col("has_src").isNull(), F.lit(None).cast("string"))
-        .when(F.col("a_off") < F.col("src_lso"), F.lit("expired"))
-        .when(~F.col("a_comm") & (F.col("a_acks") == 2), F.lit("lost_acked_write"))
-        .when(~F.col("a_comm"), F.lit("lost_acked_uncommitted"))
-    )
-    # where a send landed: its ack, or — its ack lost — the lowest offset a read placed it at
-    placed = ~acked & (F.col("s_acks") != 0) & F.col("cmin").isNotNull()
-    position = F.when(acked, F.col("a_off")).when(placed, F.col("cmin"))
-    per_value = per_value.select(
-        "*", position.alias("pos"),
-        F.when(acked, F.col("a_prod")).otherwise(F.col("s_prod")).alias("pos_producer"))
-    w = (Window.partitionBy(*K, F.col("pos").isNull(), F.col("pos_producer"))
-         .orderBy(F.coalesce("send_seq", "a_seq"), F.col("a_seq")))
-    prev = F.lag("pos").over(w)
-    return per_value.select(
-        *K, "value", "visible", verdict.alias("verdict"),
-        F.coalesce(F.col("dmin") < F.col("dmax"), F.lit(False)).alias("duplicate"),
-        F.coalesce(F.col("pos") < prev, F.lit(False)).alias("nonmonotonic_send"))
+    return _query(data.events.sparkSession, _record_verdicts(), "SELECT * FROM verdicts",
+                  events=data.events, side=data.side, source=source)
+
+
+def _record_counts() -> list[Cte]:
+    return [("record_sums", """
+        SELECT $K,
+               sum(CAST(coalesce(verdict = 'lost_acked_write', false) AS bigint))
+                   AS lost_acked_write,
+               sum(CAST(coalesce(verdict = 'lost_acked_uncommitted', false) AS bigint))
+                   AS lost_acked_uncommitted,
+               sum(CAST(coalesce(verdict = 'expired', false) AS bigint)) AS expired,
+               sum(CAST(duplicate AS bigint)) AS duplicate,
+               sum(CAST(nonmonotonic_send AS bigint)) AS nonmonotonic_send,
+               sum(visible) AS hw_regression_visible
+        FROM verdicts GROUP BY $K""")]
 
 
 def record_counts(verdicts: DataFrame) -> DataFrame:
     """(K, anomaly, n) of ``RECORD_ANOMALIES`` from ``record_verdicts``."""
-    def n(cond: Column) -> Column:
-        return F.sum(cond.cast("long"))
-
-    sums = verdicts.groupBy(*K).agg(
-        *[n(F.coalesce(F.col("verdict") == v, F.lit(False))).alias(v)
-          for v in ("lost_acked_write", "lost_acked_uncommitted", "expired")],
-        n(F.col("duplicate")).alias("duplicate"),
-        n(F.col("nonmonotonic_send")).alias("nonmonotonic_send"),
-        F.sum("visible").alias("hw_regression_visible"))
-    return _long_counts(sums, RECORD_ANOMALIES)
+    return _query(verdicts.sparkSession, [("verdicts", "SELECT * FROM {verdicts}"),
+                                          *_record_counts()],
+                  _long_counts("record_sums", RECORD_ANOMALIES), verdicts=verdicts)
 
 
 # --------------------------------------------------------------------------- order
+
+
+def _order_findings() -> list[Cte]:
+    """``findings``: ``order_findings`` over ``{events}`` and ``{side}``."""
+    return [
+        # one scan of the cached events for both kinds (as in ``record_verdicts``); each row
+        # keeps only its kind's columns, the others null, as two selects unioned would
+        ("order_rows", """
+            SELECT $K, seq, ts_us, is_hw,
+                   CASE WHEN is_hw THEN replica END AS replica,
+                   CASE WHEN is_hw THEN reason END AS reason,
+                   CASE WHEN is_hw THEN role END AS role,
+                   CASE WHEN is_hw THEN old_n END AS old,
+                   CASE WHEN is_hw THEN new_n END AS new,
+                   CASE WHEN is_hw AND role = 'leader' THEN new_n END AS lhw,
+                   CASE WHEN NOT is_hw THEN `group` END AS `group`,
+                   CASE WHEN NOT is_hw THEN consumer END AS consumer,
+                   CASE WHEN NOT is_hw THEN `offset` END AS `offset`,
+                   CASE WHEN NOT is_hw THEN hw END AS hw,
+                   CASE WHEN NOT is_hw THEN coalesce(value, $MISSING) END AS value
+            FROM (SELECT *, event = 'hw_update' AND replica IS NOT NULL AND new_n IS NOT NULL
+                                AS is_hw,
+                            event = 'consume' AND `offset` IS NOT NULL AS is_cons
+                  FROM {events} WHERE $VALID)
+            WHERE is_hw OR is_cons"""),
+        # a replica deleted from its broker (a reassignment removed it) starts a new HW
+        # history if it is created there again: its hw rows are split by how many deletions
+        # precede them (``gen``, as consumer chains are below; few rows: broadcast)
+        ("dels", """
+            SELECT tid AS _dtid, topic AS _dtopic, `partition` AS _dpartition,
+                   replica AS _dreplica, collect_list(seq) AS _dels
+            FROM {side} WHERE event = 'replica_deleted' AND $VALID AND replica IS NOT NULL
+            GROUP BY $K, replica"""),
+        # the ends of chains: a consumer's assignments, and its process stopping (a
+        # consumer's node is "consumer-" + its name: traces.checker.CONSUMER_NODE_PREFIX)
+        ("asg", """
+            SELECT tid AS _at, consumer AS _ac, collect_list(_a) AS _asgs FROM (
+                SELECT tid, consumer,
+                       named_struct('s', seq, 'e', coalesce(protocol, 'eager') = 'eager',
+                                    'ps', partitions) AS _a
+                FROM {side} WHERE event = 'assignment'
+                UNION ALL
+                SELECT tid, substring(node, $CONSUMER_NAME_AT) AS consumer,
+                       named_struct('s', seq, 'e', true, 'ps', CAST(NULL AS array<int>)) AS _a
+                FROM {side}
+                WHERE event = 'node_crash' AND startswith(node, $CONSUMER_PREFIX))
+            GROUP BY tid, consumer"""),
+        # the assignments (and crashes) before the row that end its chain
+        ("chained", """
+            SELECT $K, seq, ts_us, replica, reason, role, old, new, lhw, is_hw, `group`,
+                   consumer, `offset`, hw, value,
+                   CASE WHEN is_hw THEN (CASE WHEN _dels IS NULL THEN 0
+                                              ELSE size(filter(_dels, d -> d < seq)) END)
+                        WHEN _asgs IS NULL THEN 0
+                        ELSE size(filter(_asgs, a -> a.s < seq AND (a.e OR NOT coalesce(
+                            array_contains(a.ps, `partition`), false)))) END AS gen
+            FROM (SELECT /*+ BROADCAST(dels, asg) */ * FROM order_rows
+                  LEFT JOIN dels ON tid = _dtid AND topic = _dtopic
+                                    AND `partition` = _dpartition AND replica = _dreplica
+                  LEFT JOIN asg ON NOT is_hw AND tid = _at AND consumer <=> _ac)"""),
+        # one window for both lags: an hw_update row has no group/consumer/gen and a consume
+        # row no replica, so (K, replica, group, consumer, gen) is (K, replica) for the first
+        # and the consumer chain for the second (one sort instead of two)
+        ("lagged", """
+            SELECT *,
+                   max(lhw) OVER (PARTITION BY $K ORDER BY seq
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                       AS max_leader_hw_before,
+                   lag(new) OVER w_prev AS prev_new, lag(`offset`) OVER w_prev AS prev_offset
+            FROM chained
+            WINDOW w_prev AS (PARTITION BY $K, replica, `group`, consumer, gen ORDER BY seq)"""),
+        ("flagged", """
+            SELECT *,
+                   NOT is_hw AND (`offset` >= greatest(coalesce(max_leader_hw_before, 0), 0)
+                                  OR (hw IS NOT NULL AND `offset` >= hw)) AS read_uncommitted,
+                   NOT is_hw AND coalesce(`offset` > prev_offset + 1, false) AS poll_skip,
+                   NOT is_hw AND coalesce(`offset` <= prev_offset, false) AS nonmonotonic_poll,
+                   is_hw AND coalesce((old IS NOT NULL AND new < old)
+                                      OR (prev_new IS NOT NULL AND new < prev_new), false)
+                       AS regression
+            FROM lagged"""),
+        ("findings", """
+            SELECT $K, seq, ts_us, is_hw, replica, reason, role, old, new, prev_new,
+                   max_leader_hw_before,
+                   coalesce(role = 'leader' AND new < max_leader_hw_before, false)
+                       AS below_exposed,
+                   `group`, consumer, gen, `offset`, hw, value, prev_offset, read_uncommitted,
+                   poll_skip, nonmonotonic_poll, regression
+            FROM flagged
+            WHERE read_uncommitted OR poll_skip OR nonmonotonic_poll OR regression"""),
+    ]
 
 
 def order_findings(data: Loaded) -> DataFrame:
@@ -389,107 +603,62 @@ def order_findings(data: Loaded) -> DataFrame:
     being the consumer's assignments before the consume that end the partition's chain
     (eager: all; cooperative: those without the partition; few: broadcast per consumer).
     """
-    # one scan of the cached events for both kinds (as in ``record_verdicts``); each row
-    # keeps only its kind's columns, the others null, as two selects unioned would
-    event = F.col("event")
-    is_hw = (event == "hw_update") & F.col("replica").isNotNull() & F.col("new_n").isNotNull()
-    is_cons = (event == "consume") & F.col("offset").isNotNull()
-    rows = _valid_k(data.events).where(is_hw | is_cons).select(
-        *K, "seq", "ts_us", is_hw.alias("is_hw"),
-        *[F.when(is_hw, F.col(c)).alias(c) for c in ("replica", "reason", "role")],
-        F.when(is_hw, F.col("old_n")).alias("old"), F.when(is_hw, F.col("new_n")).alias("new"),
-        F.when(is_hw & (F.col("role") == "leader"), F.col("new_n")).alias("lhw"),
-        *[F.when(~is_hw, F.col(c)).alias(c) for c in ("group", "consumer", "offset", "hw")],
-        F.when(~is_hw, _value_n()).alias("value"))
-    # a replica deleted from its broker (a reassignment removed it) starts a new HW history
-    # if it is created there again: its hw rows are split by how many deletions precede
-    # them (``gen``, as consumer chains are below; few rows: broadcast)
-    dels = F.broadcast(
-        _valid_k(_ev(data.side, "replica_deleted")).where(F.col("replica").isNotNull())
-        .groupBy(*K, "replica").agg(F.collect_list("seq").alias("_dels"))
-        .select(*[F.col(c).alias(f"_d{c}") for c in (*K, "replica")], "_dels"))
-    rows = rows.join(dels, (rows["tid"] == dels["_dtid"]) & (rows["topic"] == dels["_dtopic"])
-                     & (rows["partition"] == dels["_dpartition"])
-                     & (rows["replica"] == dels["_dreplica"]), "left")
-    # the ends of chains: a consumer's assignments, and its process stopping (a consumer's
-    # node is "consumer-" + its name: traces.checker.CONSUMER_NODE_PREFIX)
-    crashes = (_ev(data.side, "node_crash")
-               .where(F.col("node").startswith(CONSUMER_NODE_PREFIX))
-               .select("tid", F.expr(f"substring(node, {len(CONSUMER_NODE_PREFIX) + 1})")
-                       .alias("consumer"),
-                       F.struct(F.col("seq").alias("s"), F.lit(True).alias("e"),
-                                F.lit(None).cast("array<int>").alias("ps")).alias("_a")))
-    asg = F.broadcast(
-        _ev(data.side, "assignment")
-        .select("tid", "consumer",
-                F.struct(F.col("seq").alias("s"),
-                         (F.coalesce(F.col("protocol"), F.lit("eager")) == "eager").alias("e"),
-                         F.col("partitions").alias("ps")).alias("_a"))
-        .unionByName(crashes)
-        .groupBy("tid", "consumer").agg(F.collect_list("_a").alias("_asgs"))
-        .select(F.col("tid").alias("_at"), F.col("consumer").alias("_ac"), "_asgs"))
-    rows = rows.join(asg, ~rows["is_hw"] & (rows["tid"] == asg["_at"])
-                     & rows["consumer"].eqNullSafe(asg["_ac"]), "left")
-
-    # the assignments (and crashes) before the row that end its chain (``_stable``)
-    ends_chain = _stable("size(filter(_asgs, a -> a.s < seq AND (a.e OR NOT coalesce("
-                         "array_contains(a.ps, `partition`), false))))")
-    gen = (F.when(F.col("is_hw"), F.when(F.col("_dels").isNull(), F.lit(0)).otherwise(
-               _stable("size(filter(_dels, d -> d < seq))")))
-           .when(F.col("_asgs").isNull(), F.lit(0))
-           .otherwise(ends_chain))
-    rows = rows.select(*K, "seq", "ts_us", "replica", "reason", "role", "old", "new", "lhw",
-                       "is_hw", "group", "consumer", "offset", "hw", "value", gen.alias("gen"))
-    w_before = Window.partitionBy(*K).orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
-    # one window for both lags: an hw_update row has no group/consumer/gen and a consume row
-    # no replica, so (K, replica, group, consumer, gen) is (K, replica) for the first and the
-    # consumer chain for the second (one sort instead of two)
-    w_prev = Window.partitionBy(*K, "replica", "group", "consumer", "gen").orderBy("seq")
-    df = rows.select("*", F.max("lhw").over(w_before).alias("max_leader_hw_before"),
-                     F.lag("new").over(w_prev).alias("prev_new"),
-                     F.lag("offset").over(w_prev).alias("prev_offset"))
-    is_hw, is_c = F.col("is_hw"), ~F.col("is_hw")
-    exposed = F.greatest(F.coalesce("max_leader_hw_before", F.lit(0)), F.lit(0))
-    flags = {
-        "read_uncommitted": is_c & ((F.col("offset") >= exposed)
-                                    | (F.col("hw").isNotNull()
-                                       & (F.col("offset") >= F.col("hw")))),
-        "poll_skip": is_c & F.coalesce(F.col("offset") > F.col("prev_offset") + 1, F.lit(False)),
-        "nonmonotonic_poll": is_c & F.coalesce(F.col("offset") <= F.col("prev_offset"),
-                                               F.lit(False)),
-        "regression": is_hw & F.coalesce(
-            (F.col("old").isNotNull() & (F.col("new") < F.col("old")))
-            | (F.col("prev_new").isNotNull() & (F.col("new") < F.col("prev_new"))),
-            F.lit(False)),
-    }
-    any_flag = flags["read_uncommitted"] | flags["poll_skip"] | flags["nonmonotonic_poll"] | (
-        flags["regression"])
-    below = F.coalesce((F.col("role") == "leader") & (F.col("new") < F.col("max_leader_hw_before")),
-                       F.lit(False))
-    return df.where(any_flag).select(
-        *K, "seq", "ts_us", "is_hw", "replica", "reason", "role", "old", "new", "prev_new",
-        "max_leader_hw_before", below.alias("below_exposed"), "group", "consumer", "gen",
-        "offset", "hw", "value", "prev_offset", *[c.alias(n) for n, c in flags.items()])
+    return _query(data.events.sparkSession, _order_findings(), "SELECT * FROM findings",
+                  events=data.events, side=data.side)
 
 
 def order_counts(findings: DataFrame) -> DataFrame:
     """(K, anomaly, n) of ``ORDER_ANOMALIES`` from ``order_findings``."""
-    names = {"read_uncommitted": "read_uncommitted", "poll_skip": "poll_skip",
-             "nonmonotonic_poll": "nonmonotonic_poll", "hw_regression_replica": "regression"}
-    sums = findings.groupBy(*K).agg(
-        *[F.sum(F.col(flag).cast("long")).alias(name) for name, flag in names.items()])
-    return _long_counts(sums, ORDER_ANOMALIES)
+    return _query(findings.sparkSession, [("order_sums", """
+        SELECT $K, sum(CAST(read_uncommitted AS bigint)) AS read_uncommitted,
+               sum(CAST(poll_skip AS bigint)) AS poll_skip,
+               sum(CAST(nonmonotonic_poll AS bigint)) AS nonmonotonic_poll,
+               sum(CAST(regression AS bigint)) AS hw_regression_replica
+        FROM {findings} GROUP BY $K""")], _long_counts("order_sums", ORDER_ANOMALIES),
+                  findings=findings)
 
 
 def hw_regressions(findings: DataFrame) -> DataFrame:
     """Every ``hw_update`` that lowers a replica's HW (below ``old`` or its previous ``new``),
     with reason, role, the max leader HW before it and ``below_exposed``."""
-    return findings.where("regression").select(
-        *K, "replica", "seq", "ts_us", "reason", "role", "old", "new", "prev_new",
-        "max_leader_hw_before", "below_exposed")
+    return _query(findings.sparkSession, [], """
+        SELECT $K, replica, seq, ts_us, reason, role, old, new, prev_new, max_leader_hw_before,
+               below_exposed
+        FROM {findings} WHERE regression""", findings=findings)
 
 
 # --------------------------------------------------------------------------- divergence
+
+
+def _log_divergence() -> list[Cte]:
+    """``divergence``: ``log_divergence`` over ``{side}``."""
+    return [
+        *_final_replicas("div_all", epochs=False),
+        ("div_reps", "SELECT * FROM div_all WHERE hw > lso"),
+        ("spans", "SELECT $K, collect_list(struct(lso, hw)) AS _spans FROM div_reps "
+                  "GROUP BY $K"),
+        ("div_chosen", "SELECT $K, replica, lso, hw FROM div_reps"),
+        *_final_records("div_records", "div_chosen", ["lso", "hw"]),
+        ("per_offset", """
+            SELECT $K, `offset`, size(collect_set(replica)) AS with_record,
+                   collect_set(value) AS held
+            FROM div_records WHERE `offset` >= lso AND `offset` < hw
+            GROUP BY $K, `offset`"""),
+        ("covered", """
+            SELECT /*+ BROADCAST(spans) */ $K, `offset`,
+                   size(filter(_spans, s -> s.lso <= `offset` AND `offset` < s.hw))
+                       AS replicas,
+                   with_record, held
+            FROM per_offset JOIN spans USING ($K)"""),
+        ("divergence", """
+            SELECT * FROM (
+                SELECT $K, `offset`, replicas,
+                       array_sort(CASE WHEN with_record < replicas
+                                       THEN array_union(held, array($MISSING))
+                                       ELSE held END) AS `values`
+                FROM covered)
+            WHERE replicas >= 2 AND size(`values`) > 1"""),
+    ]
 
 
 def log_divergence(side: DataFrame) -> DataFrame:
@@ -500,79 +669,85 @@ def log_divergence(side: DataFrame) -> DataFrame:
     the (broadcast, small) list of spans of the partition, and a covering replica without a
     record adds MISSING. Aggregates keyed by a superset of K: no exchange, no exploded ranges.
     """
-    reps = final_replicas(side, epochs=False).where(F.col("hw") > F.col("lso"))
-    spans = F.broadcast(reps.groupBy(*K).agg(
-        F.collect_list(F.struct("lso", "hw")).alias("_spans")))
-    recs = (final_records(side, reps.select(*K, "replica", "lso", "hw"))
-            .where((F.col("offset") >= F.col("lso")) & (F.col("offset") < F.col("hw"))))
-    per_offset = recs.groupBy(*K, "offset").agg(
-        F.size(F.collect_set("replica")).alias("with_record"),
-        F.collect_set("value").alias("held"))
-    covering = _stable("size(filter(_spans, s -> s.lso <= `offset` AND `offset` < s.hw))")
-    df = per_offset.join(spans, K).select(*K, "offset", covering.alias("replicas"),
-                                          "with_record", "held")
-    values = F.array_sort(F.when(F.col("with_record") < F.col("replicas"),
-                                 F.array_union("held", F.array(F.lit(MISSING))))
-                          .otherwise(F.col("held")))
-    return (df.select(*K, "offset", "replicas", values.alias("values"))
-            .where((F.col("replicas") >= 2) & (F.size("values") > 1)))
+    return _query(side.sparkSession, _log_divergence(), "SELECT * FROM divergence", side=side)
 
 
 # --------------------------------------------------------------------------- ISR
+
+
+def _lost_committed_offsets() -> list[Cte]:
+    return [
+        ("commits", """
+            SELECT $K, `group`, consumer, commit_id, seq AS c_seq, `offset` AS c_off
+            FROM {side} WHERE event = 'offset_commit' AND $VALID"""),
+        ("commit_acks", """
+            SELECT $K, `group`, consumer, commit_id, seq AS a_seq, ts_us AS a_ts
+            FROM {side} WHERE event = 'offset_commit_ack' AND $VALID"""),
+        ("acked", """
+            SELECT $K, `group`, a_seq, a_ts,
+                   max_by(struct(c_seq, c_off), c_seq) AS c
+            FROM commit_acks JOIN commits USING ($K, `group`, consumer, commit_id)
+            WHERE c_seq < a_seq GROUP BY $K, `group`, a_seq, a_ts"""),
+        ("fetches", """
+            SELECT $K, `group`, consumer, seq AS f_seq, requested_us, `offset` AS got
+            FROM {side}
+            WHERE event = 'offset_fetch' AND $VALID AND requested_us IS NOT NULL"""),
+        ("latest", """
+            SELECT $K, `group`, consumer, f_seq, got, max_by(c, a_seq) AS l
+            FROM fetches JOIN acked USING ($K, `group`)
+            WHERE a_ts < requested_us GROUP BY $K, `group`, consumer, f_seq, got"""),
+        ("later", """
+            SELECT $K, `group`, consumer, f_seq, got, l,
+                   collect_set(CASE WHEN c_seq > l.c_seq AND c_seq < f_seq THEN c_off END)
+                       AS later
+            FROM latest LEFT JOIN (SELECT $K, `group`, c_seq, c_off FROM commits) cm
+                USING ($K, `group`)
+            GROUP BY $K, `group`, consumer, f_seq, got, l"""),
+        ("lost_commits", """
+            SELECT $K, `group`, consumer, f_seq AS seq, got AS fetched,
+                   l.c_off AS acknowledged
+            FROM later WHERE got != l.c_off AND NOT array_contains(later, got)"""),
+    ]
 
 
 def lost_committed_offsets(side: DataFrame) -> DataFrame:
     """One row per ``offset_fetch`` that read back neither the latest commit acknowledged
     before it was asked for nor one sent after that commit (``traces.checker``'s rule):
     K, group, consumer, seq, the offset fetched and the acknowledged one."""
-    base = _valid_k(side)
-    g = [*K, "group"]
-    commits = _ev(base, "offset_commit").select(
-        *g, "consumer", "commit_id", F.col("seq").alias("c_seq"), F.col("offset").alias("c_off"))
-    acks = _ev(base, "offset_commit_ack").select(
-        *g, "consumer", "commit_id", F.col("seq").alias("a_seq"), F.col("ts_us").alias("a_ts"))
-    acked = (acks.join(commits, [*g, "consumer", "commit_id"])
-             .where(F.col("c_seq") < F.col("a_seq"))
-             .groupBy(*g, "a_seq", "a_ts")
-             .agg(F.max_by(F.struct("c_seq", "c_off"), "c_seq").alias("c")))
-    fetches = _ev(base, "offset_fetch").where(F.col("requested_us").isNotNull()).select(
-        *g, "consumer", F.col("seq").alias("f_seq"), "requested_us",
-        F.col("offset").alias("got"))
-    latest = (fetches.join(acked, g)
-              .where(F.col("a_ts") < F.col("requested_us"))
-              .groupBy(*g, "consumer", "f_seq", "got")
-              .agg(F.max_by("c", "a_seq").alias("l")))
-    after = (F.col("c_seq") > F.col("l.c_seq")) & (F.col("c_seq") < F.col("f_seq"))
-    later = (latest.join(commits.select(*g, "c_seq", "c_off"), g, "left")
-             .groupBy(*g, "consumer", "f_seq", "got", "l")
-             .agg(F.collect_set(F.when(after, F.col("c_off"))).alias("later")))
-    return later.where(
-        (F.col("got") != F.col("l.c_off")) & ~F.array_contains("later", F.col("got"))
-    ).select(*g, "consumer", F.col("f_seq").alias("seq"), F.col("got").alias("fetched"),
-             F.col("l.c_off").alias("acknowledged"))
+    return _query(side.sparkSession, _lost_committed_offsets(), "SELECT * FROM lost_commits",
+                  side=side)
+
+
+def _outside_assignment() -> list[Cte]:
+    return [
+        ("ar_rows", """
+            SELECT $K, seq, ts_us, event, leader,
+                   CASE WHEN event = 'replicas_change'
+                             OR (event = 'isr_change' AND reason = 'create')
+                        THEN from_json(new, 'array<int>') END AS ar_def,
+                   CASE WHEN event = 'isr_change' THEN from_json(new, 'array<int>')
+                        WHEN event = 'leader_elected' THEN isr END AS checked
+            FROM {side}
+            WHERE event IN ('isr_change', 'leader_elected', 'replicas_change') AND $VALID"""),
+        ("ar_known", """
+            SELECT *, last(ar_def, true) OVER (PARTITION BY $K ORDER BY seq
+                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ar
+            FROM ar_rows"""),
+        ("outside", """
+            SELECT $K, seq, ts_us, ar, checked, leader FROM ar_known
+            WHERE ar IS NOT NULL AND event != 'replicas_change'
+              AND coalesce(size(array_except(coalesce(checked, CAST(array() AS array<int>)),
+                                             ar)) > 0
+                           OR (event = 'leader_elected' AND leader >= 0
+                               AND NOT array_contains(ar, leader)), false)"""),
+    ]
 
 
 def outside_assignment(side: DataFrame) -> DataFrame:
     """``isr_change`` / ``leader_elected`` rows whose ISR or leader is not in the replica
     list (AR) in force: the ISR a partition was created with (``isr_change`` reason
     ``create``), then each ``replicas_change``'s ``new`` (``traces.checker``'s rule)."""
-    base = _valid_k(_ev(side, "isr_change", "leader_elected", "replicas_change"))
-    is_change, is_elect = F.col("event") == "isr_change", F.col("event") == "leader_elected"
-    new_list = F.from_json("new", "array<int>")
-    ar_def = (F.when(F.col("event") == "replicas_change", new_list)
-              .when(is_change & (F.col("reason") == "create"), new_list))
-    rows = base.select(*K, "seq", "ts_us", "event", "leader", ar_def.alias("ar_def"),
-                       F.when(is_change, new_list).when(is_elect, F.col("isr"))
-                       .alias("checked"))
-    w = (Window.partitionBy(*K).orderBy("seq")
-         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    df = rows.select("*", F.last("ar_def", ignorenulls=True).over(w).alias("ar"))
-    bad_isr = F.size(F.array_except(F.coalesce("checked", F.array().cast("array<int>")),
-                                    "ar")) > 0
-    bad_leader = is_elect & (F.col("leader") >= 0) & ~F.array_contains("ar", F.col("leader"))
-    return df.where(F.col("ar").isNotNull() & (F.col("event") != "replicas_change")
-                    & F.coalesce(bad_isr | bad_leader, F.lit(False))
-                    ).select(*K, "seq", "ts_us", "ar", "checked", "leader")
+    return _query(side.sparkSession, _outside_assignment(), "SELECT * FROM outside", side=side)
 
 
 def possible_loss(side: DataFrame) -> DataFrame:
@@ -581,101 +756,142 @@ def possible_loss(side: DataFrame) -> DataFrame:
     ``unclean_election`` (a ``leader_elected`` with ``election`` unclean) and
     ``leader_epoch_regression`` (a ``leader_elected`` / ``become_leader`` whose epoch is below
     the highest an earlier one of the partition carried)."""
-    trunc = (_valid_k(_ev(side, "log_truncate")).where(F.col("new_leo") < F.col("hw"))
-             .select(*K, F.lit("possible_committed_truncation").alias("anomaly")))
-    unclean = (_valid_k(_ev(side, "leader_elected")).where(F.col("election") == "unclean")
-               .select(*K, F.lit("unclean_election").alias("anomaly")))
-    w = (Window.partitionBy(*K).orderBy("seq")
-         .rowsBetween(Window.unboundedPreceding, -1))
-    epochs = _valid_k(_ev(side, "leader_elected", "become_leader")).where(
-        F.col("leader_epoch").isNotNull())
-    back = (epochs.select(*K, "leader_epoch", F.max("leader_epoch").over(w).alias("before"))
-            .where(F.col("leader_epoch") < F.col("before"))
-            .select(*K, F.lit("leader_epoch_regression").alias("anomaly")))
-    return (trunc.unionByName(unclean).unionByName(back).groupBy(*K, "anomaly")
-            .agg(F.count(F.lit(1)).alias("n")).select(*K, "anomaly", "n"))
+    return _query(side.sparkSession, [("epochs", """
+        SELECT $K, leader_epoch,
+               max(leader_epoch) OVER (PARTITION BY $K ORDER BY seq
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                   AS before
+        FROM {side}
+        WHERE event IN ('leader_elected', 'become_leader') AND $VALID
+          AND leader_epoch IS NOT NULL""")], """
+        SELECT $K, anomaly, count(1) AS n FROM (
+            SELECT $K, 'possible_committed_truncation' AS anomaly FROM {side}
+            WHERE event = 'log_truncate' AND $VALID AND new_leo < hw
+            UNION ALL
+            SELECT $K, 'unclean_election' AS anomaly FROM {side}
+            WHERE event = 'leader_elected' AND $VALID AND election = 'unclean'
+            UNION ALL
+            SELECT $K, 'leader_epoch_regression' AS anomaly FROM epochs
+            WHERE leader_epoch < before)
+        GROUP BY $K, anomaly""", side=side)
+
+
+def _isr_states() -> list[Cte]:
+    return [
+        ("isr_rows", """
+            SELECT * FROM (
+                SELECT $K, seq, ts_us,
+                       array_distinct(CASE WHEN event = 'isr_change'
+                                           THEN from_json(new, 'array<int>') ELSE isr END)
+                           AS isr,
+                       array_distinct(CASE WHEN event = 'isr_change'
+                                           THEN from_json(old, 'array<int>') END) AS old_isr
+                FROM {side} WHERE event IN ('isr_change', 'leader_elected') AND $VALID)
+            WHERE isr IS NOT NULL"""),
+        ("states", """
+            SELECT $K, seq, ts_us, isr,
+                   coalesce(lag(isr) OVER (PARTITION BY $K ORDER BY seq), old_isr) AS prev_isr
+            FROM isr_rows"""),
+    ]
 
 
 def isr_states(side: DataFrame) -> DataFrame:
     """The committed ISR after each ``isr_change`` / ``leader_elected`` (K, seq, ts_us,
     isr, prev_isr), prev_isr = the previous state, or ``isr_change.old`` for the first."""
-    is_change = F.col("event") == "isr_change"
-    rows = _valid_k(_ev(side, "isr_change", "leader_elected")).select(
-        *K, "seq", "ts_us",
-        F.array_distinct(F.when(is_change, F.from_json("new", "array<int>"))
-                         .otherwise(F.col("isr"))).alias("isr"),
-        F.array_distinct(F.when(is_change, F.from_json("old", "array<int>"))).alias("old_isr"),
-    ).where(F.col("isr").isNotNull())
-    w = Window.partitionBy(*K).orderBy("seq")
-    return rows.select(*K, "seq", "ts_us", "isr",
-                       F.coalesce(F.lag("isr").over(w), "old_isr").alias("prev_isr"))
+    return _query(side.sparkSession, _isr_states(), "SELECT * FROM states", side=side)
+
+
+def _isr_transitions() -> list[Cte]:
+    return [
+        *_isr_states(),
+        ("moves", """
+            SELECT $K, seq, ts_us, explode(array_except(prev_isr, isr)) AS replica,
+                   'shrink' AS kind FROM states
+            UNION ALL
+            SELECT $K, seq, ts_us, explode(array_except(isr, prev_isr)) AS replica,
+                   'expand' AS kind FROM states"""),
+        ("transitions", """
+            SELECT *, coalesce(kind = 'expand' AND prev_kind = 'shrink'
+                               AND ts_us - prev_ts <= $CHURN_WINDOW_US, false) AS churn
+            FROM (SELECT *, lag(kind) OVER w AS prev_kind, lag(ts_us) OVER w AS prev_ts
+                  FROM moves WINDOW w AS (PARTITION BY $K, replica ORDER BY seq))"""),
+    ]
 
 
 def isr_transitions(side: DataFrame) -> DataFrame:
     """One row per replica leaving (shrink) or joining (expand) the ISR, with ``churn``:
     an expand whose previous transition was a shrink at most 60 s earlier."""
-    st = isr_states(side)
-    shrinks = st.select(*K, "seq", "ts_us", F.explode(F.array_except("prev_isr", "isr"))
-                        .alias("replica"), F.lit("shrink").alias("kind"))
-    expands = st.select(*K, "seq", "ts_us", F.explode(F.array_except("isr", "prev_isr"))
-                        .alias("replica"), F.lit("expand").alias("kind"))
-    w = Window.partitionBy(*K, "replica").orderBy("seq")
-    df = shrinks.union(expands).select(
-        "*", F.lag("kind").over(w).alias("prev_kind"), F.lag("ts_us").over(w).alias("prev_ts"))
-    return df.withColumn("churn", F.coalesce(
-        (F.col("kind") == "expand") & (F.col("prev_kind") == "shrink")
-        & (F.col("ts_us") - F.col("prev_ts") <= ISR_CHURN_WINDOW_US), F.lit(False)))
+    return _query(side.sparkSession, _isr_transitions(), "SELECT * FROM transitions",
+                  side=side)
+
+
+def _isr_intervals() -> list[Cte]:
+    return [
+        *_isr_states(),
+        *_scenario_topics(),
+        ("ends", "SELECT tid, end_us FROM {traces}"),
+        ("intervals", """
+            SELECT $K, seq, ts_us, `until`, isr,
+                   greatest(`until` - ts_us, 0) AS duration_us,
+                   size(isr) < coalesce(eff_min_isr, 1) AS under_min_isr,
+                   coalesce(size(isr) < rf, false) AS under_replicated
+            FROM (SELECT *, coalesce(lead(ts_us) OVER (PARTITION BY $K ORDER BY seq), end_us)
+                                AS `until`
+                  FROM (SELECT /*+ BROADCAST(ends) */ * FROM states JOIN ends USING (tid)
+                        LEFT JOIN topics USING (tid, topic)))"""),
+    ]
 
 
 def isr_intervals(data: Loaded) -> DataFrame:
     """How long each committed ISR state lasted (until the next state or the trace's end),
     with ``under_min_isr`` (size < effective min ISR) and ``under_replicated`` (< RF)."""
-    st = isr_states(data.side)
-    ends = data.traces.select("tid", "end_us")
-    w = Window.partitionBy(*K).orderBy("seq")
-    df = (st.join(F.broadcast(ends), "tid")
-          .join(scenario_topics(data.side), ["tid", "topic"], "left")
-          .withColumn("until", F.coalesce(F.lead("ts_us").over(w), F.col("end_us"))))
-    dur = F.greatest(F.col("until") - F.col("ts_us"), F.lit(0))
-    return df.select(
-        *K, "seq", "ts_us", "until", "isr", dur.alias("duration_us"),
-        (F.size("isr") < F.coalesce("eff_min_isr", F.lit(1))).alias("under_min_isr"),
-        F.coalesce(F.size("isr") < F.col("rf"), F.lit(False)).alias("under_replicated"),
-    )
+    return _query(data.side.sparkSession, _isr_intervals(), "SELECT * FROM intervals",
+                  side=data.side, traces=data.traces)
+
+
+_CHURN_PER_MINUTE: Final = """
+    SELECT $K, minute, sum(CASE WHEN kind = 'shrink' THEN 1 ELSE 0 END) AS shrinks,
+           sum(CASE WHEN kind = 'expand' THEN 1 ELSE 0 END) AS expands,
+           sum(CAST(churn AS int)) AS churns
+    FROM (SELECT *, CAST(floor(ts_us / 60000000) AS bigint) AS minute FROM transitions)
+    GROUP BY $K, minute"""
 
 
 def isr_churn_per_minute(side: DataFrame) -> DataFrame:
     """Per partition and minute of virtual time: shrinks, expands, churns (flaps)."""
-    tr = isr_transitions(side).withColumn(
-        "minute", F.floor(F.col("ts_us") / F.lit(60_000_000)).cast("long"))
-    return tr.groupBy(*K, "minute").agg(
-        F.sum(F.when(F.col("kind") == "shrink", 1).otherwise(0)).alias("shrinks"),
-        F.sum(F.when(F.col("kind") == "expand", 1).otherwise(0)).alias("expands"),
-        F.sum(F.col("churn").cast("int")).alias("churns"),
-    )
+    return _query(side.sparkSession, _isr_transitions(), _CHURN_PER_MINUTE, side=side)
+
+
+_PARTITION_HEALTH: Final = """
+    SELECT *, floor(under_min_isr_us / 1000) AS under_min_isr_ms,
+           floor(under_replicated_us / 1000) AS under_replicated_ms
+    FROM (SELECT $ZERO(tid, int) AS tid, topic, $ZERO(`partition`, int) AS `partition`,
+                 $ZERO(under_min_isr_us, bigint) AS under_min_isr_us,
+                 $ZERO(under_replicated_us, bigint) AS under_replicated_us,
+                 $ZERO(churns, bigint) AS churns, $ZERO(shrinks, bigint) AS shrinks
+          FROM (SELECT $K,
+                       sum(CASE WHEN under_min_isr THEN duration_us ELSE 0 END)
+                           AS under_min_isr_us,
+                       sum(CASE WHEN under_replicated THEN duration_us ELSE 0 END)
+                           AS under_replicated_us
+                FROM intervals GROUP BY $K)
+          FULL JOIN (SELECT $K, sum(CAST(churn AS int)) AS churns,
+                            sum(CASE WHEN kind = 'shrink' THEN 1 ELSE 0 END) AS shrinks
+                     FROM transitions GROUP BY $K) USING ($K))"""
 
 
 def partition_health(data: Loaded) -> DataFrame:
     """Per partition: ms under min ISR, ms under-replicated, ISR churns, shrinks."""
-    iv = isr_intervals(data).groupBy(*K).agg(
-        F.sum(F.when(F.col("under_min_isr"), F.col("duration_us")).otherwise(0))
-        .alias("under_min_isr_us"),
-        F.sum(F.when(F.col("under_replicated"), F.col("duration_us")).otherwise(0))
-        .alias("under_replicated_us"))
-    tr = isr_transitions(data.side).groupBy(*K).agg(
-        F.sum(F.col("churn").cast("int")).alias("churns"),
-        F.sum(F.when(F.col("kind") == "shrink", 1).otherwise(0)).alias("shrinks"))
-    return (iv.join(tr, K, "full").na.fill(0)
-            .withColumn("under_min_isr_ms", F.floor(F.col("under_min_isr_us") / 1000))
-            .withColumn("under_replicated_ms", F.floor(F.col("under_replicated_us") / 1000)))
+    return _query(data.side.sparkSession, [*_isr_intervals(), *_isr_transitions()],
+                  _PARTITION_HEALTH, side=data.side, traces=data.traces)
 
 
 def top_churning_replicas(side: DataFrame, n: int = 20) -> DataFrame:
     """Replicas with the most churns (over all traces read)."""
-    return (isr_transitions(side).where("churn")
-            .groupBy("topic", "partition", "replica").agg(F.count(F.lit(1)).alias("churns"),
-                                                          F.count_distinct("tid").alias("traces"))
-            .orderBy(F.desc("churns"), "topic", "partition", "replica").limit(n))
+    return _query(side.sparkSession, _isr_transitions(), f"""
+        SELECT topic, `partition`, replica, count(1) AS churns, count(DISTINCT tid) AS traces
+        FROM transitions WHERE churn GROUP BY topic, `partition`, replica
+        ORDER BY churns DESC, topic, `partition`, replica LIMIT {int(n)}""", side=side)
 
 
 # --------------------------------------------------------------------------- all together
@@ -737,27 +953,37 @@ class Analysis:
         two to start (``source``), in its thread: the other families need not wait for its
         small jobs (on 10M events the families' first jobs now start 1.6 s after the load
         instead of 5.8 s)."""
-        side = self.data.side
+        data, spark = self.data, self.spark
+        side = {"side": data.side}
 
-        def count(df: DataFrame, name: str) -> DataFrame:
-            return df.groupBy(*K).agg(F.count(F.lit(1)).alias("n")).select(
-                *K, F.lit(name).alias("anomaly"), "n")
+        def sql(ctes: Sequence[Cte], select: str,
+                **frames: DataFrame) -> Callable[[], DataFrame]:
+            return lambda: _query(spark, ctes, select, **frames)
 
         return {
-            "record": lambda: record_counts(record_verdicts(self.data, self.source())),
+            "record": lambda: _query(
+                spark, [*_record_verdicts(), *_record_counts()],
+                _long_counts("record_sums", RECORD_ANOMALIES), events=data.events,
+                side=data.side, source=self.source()),
             "order": lambda: order_counts(self.findings()),
-            "log_divergence": lambda: count(self.divergence(), "log_divergence"),
-            "no_convergence": lambda: count(
-                self.source().where(F.col("offline") | F.col("not_converged")),
-                "no_convergence"),
-            "isr_churn": lambda: count(isr_transitions(side).where("churn"), "isr_churn"),
-            "under_min_isr": lambda: isr_intervals(self.data).where("under_min_isr")
-            .groupBy(*K).agg(F.sum("duration_us").alias("n"))
-            .select(*K, F.lit("under_min_isr").alias("anomaly"), "n"),
-            "lost_committed_offset": lambda: count(lost_committed_offsets(side),
-                                                   "lost_committed_offset"),
-            "outside_assignment": lambda: count(outside_assignment(side), "outside_assignment"),
-            "possible_loss": lambda: possible_loss(side),
+            "log_divergence": lambda: _query(
+                spark, [], _count("{divergence}", "log_divergence"),
+                divergence=self.divergence()),
+            "no_convergence": lambda: _query(
+                spark, [], _count("(SELECT * FROM {source} WHERE offline OR not_converged)",
+                                  "no_convergence"), source=self.source()),
+            "isr_churn": sql(_isr_transitions(),
+                             _count("(SELECT * FROM transitions WHERE churn)", "isr_churn"),
+                             **side),
+            "under_min_isr": sql(_isr_intervals(), """
+                SELECT $K, 'under_min_isr' AS anomaly, sum(duration_us) AS n FROM intervals
+                WHERE under_min_isr GROUP BY $K""", **side, traces=data.traces),
+            "lost_committed_offset": sql(_lost_committed_offsets(),
+                                         _count("lost_commits", "lost_committed_offset"),
+                                         **side),
+            "outside_assignment": sql(_outside_assignment(),
+                                      _count("outside", "outside_assignment"), **side),
+            "possible_loss": lambda: possible_loss(data.side),
         }
 
     def families(self, on_start: Callable[[str], None] | None = None,
@@ -879,13 +1105,17 @@ def anomaly_wide(table: DataFrame, meta: DataFrame) -> DataFrame:
     """One row per trace with a column per anomaly (under_min_isr in ms) and its knobs. A
     trace imported from Kafka's logs has no records: its per-record anomalies
     (``NOT_FROM_LOGS``) are null — not available — never zero, as ``isrlab check`` says."""
-    sums = table.groupBy("trace").pivot("anomaly", list(ANOMALIES)).agg(F.sum("n"))
-    sums = sums.na.fill(0, list(ANOMALIES)).withColumn(
-        "under_min_isr", F.floor(F.col("under_min_isr") / 1000).cast("long"))
-    wide = meta.join(sums, "trace", "left").na.fill(0, list(ANOMALIES))
-    return wide.select(*[
-        F.when(F.col("imported"), F.lit(None).cast("long")).otherwise(F.col(c)).alias(c)
-        if c in NOT_FROM_LOGS else F.col(c) for c in wide.columns])
+    sums = ", ".join(
+        (f"CAST(floor(coalesce(sum(CASE WHEN anomaly = '{a}' THEN n END), 0) / 1000) "
+         f"AS bigint) AS {a}") if a == "under_min_isr" else
+        f"coalesce(sum(CASE WHEN anomaly = '{a}' THEN n END), 0) AS {a}" for a in ANOMALIES)
+    cols = ", ".join(
+        f"CASE WHEN imported THEN CAST(NULL AS bigint) ELSE {_zero(f'sums.{a}')} END AS {a}"
+        if a in NOT_FROM_LOGS else f"{_zero(f'sums.{a}')} AS {a}" for a in ANOMALIES)
+    return _query(table.sparkSession, [("sums", f"SELECT trace, {sums} FROM {{table}} "
+                                                "GROUP BY trace")],
+                  f"SELECT meta.*, {cols} FROM {{meta}} meta LEFT JOIN sums USING (trace)",
+                  table=table, meta=meta)
 
 
 ROLLUP_KNOBS: Final = ("protocol", "acks", "min_insync_replicas", "unclean", "fault_kinds")
@@ -893,8 +1123,12 @@ ROLLUP_KNOBS: Final = ("protocol", "acks", "min_insync_replicas", "unclean", "fa
 
 def campaign_rollup(wide: DataFrame, knob: str) -> DataFrame:
     """Per value of one knob: traces, total of every anomaly, traces with any lost write."""
-    aggs: list[Any] = [F.count(F.lit(1)).alias("traces")]
-    aggs += [F.sum(a).alias(a) for a in ANOMALIES]
-    aggs.append(F.sum((F.col("lost_acked_write") > 0).cast("int")).alias("traces_losing_acked"))
-    return (wide.groupBy(F.col(knob).cast("string").alias("value")).agg(*aggs)
-            .select(F.lit(knob).alias("knob"), "*").orderBy("value"))
+    if not knob.isidentifier():
+        raise ValueError(f"not a column name: {knob!r}")
+    sums = "".join(f", sum({a}) AS {a}" for a in ANOMALIES)
+    return _query(wide.sparkSession, [], f"""
+        SELECT '{knob}' AS knob, * FROM (
+            SELECT CAST(`{knob}` AS string) AS value, count(1) AS traces{sums},
+                   sum(CAST(lost_acked_write > 0 AS int)) AS traces_losing_acked
+            FROM {{wide}} GROUP BY CAST(`{knob}` AS string))
+        ORDER BY value""", wide=wide)
