@@ -32,6 +32,7 @@ from actors.core import Address, Machine
 from actors.fetcher import REPLICA_MANAGER
 from actors.log import BrokerDisk
 from actors.messages import (
+    DUPLICATE_BROKER_REGISTRATION,
     BrokerHeartbeat,
     BrokerHeartbeatResponse,
     BrokerRegistration,
@@ -199,6 +200,15 @@ class Broker(Machine):
                 self._heartbeat_unanswered_us = -1
         elif t is BrokerRegistrationResponse:
             self._heartbeat_unanswered_us = -1
+            if msg.broker_epoch == DUPLICATE_BROKER_REGISTRATION:
+                if self.broker_epoch < 0:
+                    # refused while the previous incarnation's session lasts: try again a
+                    # heartbeat interval later (4.1.0 BrokerLifecycleManager
+                    # .scheduleNextCommunicationAfterFailure)
+                    self._registering += 1   # cancels the pending retry
+                    self.timer(self.heartbeat_interval_ms,
+                               Tick("register_retry", self._registering, 0))
+                return
             if msg.broker_epoch < 0:
                 self.broker_epoch = -1
                 self._register()

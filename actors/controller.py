@@ -57,6 +57,7 @@ from actors.core import Address, Machine
 from actors.election import elect_leader
 from actors.eras import Rules
 from actors.messages import (
+    DUPLICATE_BROKER_REGISTRATION,
     FENCED_LEADER_EPOCH,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
@@ -265,6 +266,19 @@ class Controller(Machine):
         if old is not None and old.incarnation == m.incarnation and not old.fenced:
             # a retried registration of the same incarnation: answer again
             self.send(src, BrokerRegistrationResponse(m.broker, old.epoch, st.controller_epoch))
+            return
+        if (old is not None and old.incarnation != m.incarnation and not old.fenced
+                and self.rules.duplicate_registration_refused
+                and self.now_ms - self.last_heartbeat.get(m.broker, self.now_ms)
+                <= self.session_timeout_ms):
+            # KRaft (3.7.0/4.1.0 ClusterControlManager.registerBroker): while the previous
+            # incarnation's session is valid (BrokerHeartbeatManager.hasValidSession:
+            # unfenced, heard from within the session timeout) a new one is refused. The
+            # old one keeps its ISRs and leaderships until the session check fences it.
+            self.emit("broker_registration_refused", broker=m.broker,
+                      error="DUPLICATE_BROKER_REGISTRATION")
+            self.send(src, BrokerRegistrationResponse(m.broker, DUPLICATE_BROKER_REGISTRATION,
+                                                      st.controller_epoch))
             return
         if old is not None and old.incarnation == m.incarnation:
             # the same process lost its session (fenced) and registers again: no restart,

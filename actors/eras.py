@@ -92,6 +92,17 @@ class Rules:
                                     # ELR-IN-REPLICAS fix; Kafka's maybePopulateTargetElr
                                     # does not filter by the target replicas, 3.7.0 to
                                     # 4.2.0-rc1: docs/findings/elr-keeps-removed-replica.md)
+    duplicate_registration_refused: bool = False  # KRaft: a new incarnation's
+                                    # registration is refused (DUPLICATE_BROKER_REGISTRATION)
+                                    # while the previous one's session is valid: unfenced and
+                                    # heard from within broker.session.timeout.ms (3.7.0 and
+                                    # 4.1.0 ClusterControlManager.registerBroker with
+                                    # BrokerHeartbeatManager.hasValidSession); the broker tries
+                                    # again a heartbeat interval later
+                                    # (BrokerLifecycleManager
+                                    # .scheduleNextCommunicationAfterFailure), so a crashed
+                                    # broker keeps its ISRs and leaderships until its session
+                                    # expires
     reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
                                     # cancel an ongoing reassignment; before, a started
                                     # reassignment could only run to its end
@@ -132,20 +143,25 @@ _BASE = Rules(
     broker_epoch_check=True, elr=True, unclean_shutdown_detection=True,
     unclean_default=False, lag_time_default_ms=30000, fence_on_reregistration=True,
     isr_removal_bumps_leader_epoch=False, zk_controller=False,
+    duplicate_registration_refused=True,
 )
 
 _ERA_RULES: Final = {
     "4.1": _BASE,
     "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False,
                    reassignment_completes_on_targets=False),
-    "2.8": replace(_BASE, era="2.8", elr=False, unclean_shutdown_detection=False,
+    "2.8": replace(_BASE, era="2.8",
+                   duplicate_registration_refused=False,
+                   elr=False, unclean_shutdown_detection=False,
                    fetch_below_start_is_out_of_range=False,
                    unknown_follower_fetch_is_error=False,
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    skip_diverging_fetch_state=False, truncate_before_hw=False,
                    alter_partition_errors="2.7", isr_removal_bumps_leader_epoch=True,
                    zk_controller=True),
-    "2.1": replace(_BASE, era="2.1", reassignment_cancel=False, alter_partition_errors="zk",
+    "2.1": replace(_BASE, era="2.1",
+                   duplicate_registration_refused=False,
+                   reassignment_cancel=False, alter_partition_errors="zk",
                    unknown_follower_fetch_is_error=False,
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
                    fence_on_reregistration=False, elr=False,
@@ -153,7 +169,9 @@ _ERA_RULES: Final = {
                    isr_eligibility=False, strict_min_isr=False, broker_epoch_check=False,
                    maximal_isr=False, truncation="kip279", skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "2.0": replace(_BASE, era="2.0", reassignment_cancel=False, alter_partition_errors="zk",
+    "2.0": replace(_BASE, era="2.0",
+                   duplicate_registration_refused=False,
+                   reassignment_cancel=False, alter_partition_errors="zk",
                    unknown_follower_fetch_is_error=False,
                    epochless_truncation_is_local=False,
                    isr_removal_bumps_leader_epoch=True, zk_controller=True,
@@ -164,7 +182,9 @@ _ERA_RULES: Final = {
                    maximal_isr=False, truncation="kip279", epoch_fencing=False,
                    leso_check=False, skip_diverging_fetch_state=False,
                    truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.11": replace(_BASE, era="0.11", reassignment_cancel=False, alter_partition_errors="zk",
+    "0.11": replace(_BASE, era="0.11",
+                    duplicate_registration_refused=False,
+                    reassignment_cancel=False, alter_partition_errors="zk",
                     epochless_truncation_is_local=False,
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,
@@ -174,7 +194,9 @@ _ERA_RULES: Final = {
                     maximal_isr=False, truncation="kip101", epoch_fencing=False,
                     leso_check=False, skip_diverging_fetch_state=False,
                     truncate_before_hw=False, lag_time_default_ms=10000),
-    "0.10": replace(_BASE, era="0.10", reassignment_cancel=False, alter_partition_errors="zk",
+    "0.10": replace(_BASE, era="0.10",
+                    duplicate_registration_refused=False,
+                    reassignment_cancel=False, alter_partition_errors="zk",
                     epochless_truncation_is_local=False,
                     isr_removal_bumps_leader_epoch=True, zk_controller=True,
                     epoch_cache_kafka7415=False,

@@ -11,7 +11,7 @@ Error codes are Kafka's error names as strings ("NONE" for success).
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, Final
 
 from actors.wire import message
 
@@ -64,8 +64,17 @@ class BrokerRegistration:
 @message(2)
 class BrokerRegistrationResponse:
     broker: int
-    broker_epoch: int
+    broker_epoch: int       # the new broker epoch; REGISTER_AGAIN or
+                            # DUPLICATE_BROKER_REGISTRATION when refused
     controller_epoch: int
+
+
+REGISTER_AGAIN: Final = -1
+"""The controller does not know this broker epoch (a heartbeat of a session it fenced or
+forgot): register again at once."""
+DUPLICATE_BROKER_REGISTRATION: Final = -2
+"""Kafka's DUPLICATE_BROKER_REGISTRATION: another incarnation of this broker id still has
+a valid session; try again after a heartbeat interval."""
 
 
 @message(3)

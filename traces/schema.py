@@ -102,6 +102,7 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # controller
     "broker_registered": ("broker", "broker_epoch", "clean_shutdown"),
     "broker_fenced": ("broker", "reason"),
+    "broker_registration_refused": ("broker", "error"),
     "broker_unfenced": ("broker",),
     "leader_elected": (
         "topic", "partition", "leader", "leader_epoch", "isr", "election", "partition_epoch",

@@ -36,6 +36,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "core/src/test/scala/unit/kafka/controller/ReplicaStateMachineTest.scala",
     "PartitionLeaderElectionAlgorithmsTest":
         "core/src/test/scala/unit/kafka/controller/PartitionLeaderElectionAlgorithmsTest.scala",
+    "ClusterControlManagerTest":
+        "metadata/src/test/java/org/apache/kafka/controller/ClusterControlManagerTest.java",
     "ReplicationControlManagerTest":
         "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
     "PartitionChangeBuilderTest":
