@@ -54,8 +54,8 @@ STATE_COLORS: Final = {"leader": "#111111", "follower": "#a9c9e8", "voted": "#cd
                        "candidate": "#f5b971", "prospective": "#f3dc8f",
                        "unattached": "#dcdcdc", "resigned": "#f2a9a9"}
 #: States drawn, in legend order (anything else a trace names comes after, in grey).
-STATES: Final[tuple[str, ...]] = ("leader", "candidate", "voted", "follower", "unattached", "resigned",
-                 "prospective")
+STATES: Final[tuple[str, ...]] = ("leader", "candidate", "voted", "follower", "unattached",
+                                  "resigned", "prospective")
 BAND_PX: Final = 12
 LANE_PX: Final = 36.0
 HW_ROW_PX: Final = 190.0
