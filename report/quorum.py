@@ -10,8 +10,11 @@ moment lines up from one figure to the next). One figure, two rows:
   hover);
 * one lane per voter with its Raft state over time (``raft_transition``): each leadership
   is one solid band labelled with its epoch, from the move to leader to the voter's next
-  state, or its node's crash — Kafka's ``QuorumState`` moves between unattached, voted,
-  candidate, follower, leader and resigned, drawn as lighter bands; a dotted line under the
+  state, or its node's crash. The states are Kafka's ``QuorumState`` ones (3.7.0: the class
+  comment lists the moves between unattached, voted, candidate, follower, leader and
+  resigned; ``initialize`` brings a former leader back *resigned* in its own epoch, which
+  is why a restarted leader's lane resumes that way; 4.x adds *prospective*, KIP-996),
+  the others drawn as lighter bands; a dotted line under the
   band while the node is down or paused (``node_crash``/``node_pause``: a paused leader
   still believes it leads, which is what the band shows); the votes it answered
   (``raft_vote``: granted ●, refused ✕), a ★ where the leader's claim as active controller
@@ -41,6 +44,7 @@ from report.figures import (
     _gapped,
     _interval_lane,
     _interval_shapes,
+    downsample,
     place_labels,
     text_px,
 )
@@ -59,6 +63,8 @@ STATES: Final[tuple[str, ...]] = ("leader", "candidate", "voted", "follower", "u
 BAND_PX: Final = 12
 LANE_PX: Final = 36.0
 HW_ROW_PX: Final = 190.0
+#: At most ~this many change points per voter's HW line (M4, as the LEO/HW lines).
+HW_POINTS: Final = 2000
 
 Moment = Callable[[str, int | None], Html]
 
@@ -87,8 +93,10 @@ def _state_spans(changes: Sequence[tuple[int, str, int]], end: int
 
 def _hw_line(s: StepSeries, down: Sequence[tuple[int, int]], end: int, clock: Clock
              ) -> tuple[list[float | str | None], list[int | None]]:
-    """A step line of one voter's HW, broken from each crash of its node to its restart."""
-    points: list[tuple[int, int, int | None]] = [(t, 1, v) for t, v in zip(s.ts, s.val,
+    """A step line of one voter's HW, broken from each crash of its node to its restart
+    (downsampled to :data:`HW_POINTS`, keeping each bucket's extremes)."""
+    kept_ts, kept = downsample(s.ts, s.val, HW_POINTS)
+    points: list[tuple[int, int, int | None]] = [(t, 1, v) for t, v in zip(kept_ts, kept,
                                                                           strict=True)]
     points += [(a, 0, None) for a, _ in down]
     xs: list[float | str | None] = []

@@ -262,3 +262,20 @@ def test_no_label_of_the_quorum_figure_covers_another_in_chromium(
             epochs = [lb for lb in labels if lb[0].startswith("epoch ")]
             if width == 1400:
                 assert len(epochs) == leaderships and not any(lb[5] for lb in epochs)
+
+
+def test_a_brokers_metadata_applies_are_marked_on_its_lane(quorum_trace: Path) -> None:
+    """Brokers do not trace ``metadata_apply`` yet (they are not Raft observers); once they
+    do, each batch a broker applied is a mark on its lane, at its time, with its offsets
+    (here two applies put into the view of the run by hand)."""
+    from report.quorum import quorum_figure
+    from report.reading import read_view
+
+    view = read_view(str(quorum_trace))
+    view.quorum.applied = {2: [(2_500_000, 0, 14), (5_600_000, 15, 17)]}
+    fig = quorum_figure(view)
+    marks = [t for t in fig.data if t.name == "broker applied metadata"]
+    assert len(marks) == 1
+    lane = fig.layout.yaxis2.tickvals[list(fig.layout.yaxis2.ticktext).index("broker 2")]
+    assert list(marks[0].x) == [2.5, 5.6] and list(marks[0].y) == [lane, lane]
+    assert "offsets 15..17" in marks[0].text[1]
