@@ -11,6 +11,8 @@ checks, exit codes). One concept per module, no import circle:
 * ``reading`` — one streaming pass over a trace for the plots (and the checker's verdict);
 * ``figures`` — the Plotly figures: timelines, the inferred space-time diagram, rate charts;
 * ``messages`` — the space-time diagram drawn from real message lines around a chain;
+* ``quorum`` — the KRaft controller quorum's section (Raft states, leaderships, votes,
+  metadata high watermarks, the controller each broker follows), for a trace that has one;
 * ``campaign`` — the campaign (or plain folder) page; ``compare`` — the era-matrix page;
 * ``markup`` — the page shell (escaping, tables, inline plotly.js, lazy drawing);
 * ``browser`` — a headless Chromium driver (the browser tests and ``bench/report.py``).

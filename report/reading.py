@@ -21,7 +21,14 @@ and to :class:`_Collector`, which keeps only compact state:
   election, added partitions, a damaged record) last no time;
 * ``replica_deleted`` ends a replica's LEO and HW lines (:data:`GONE` in the series) until a
   ``replica_created`` starts them again;
-* ``ts_us`` by ``seq`` so an anomaly example without a time can still be placed.
+* ``ts_us`` by ``seq`` so an anomaly example without a time can still be placed;
+* the KRaft controller quorum (:class:`QuorumView`, only when the trace has ``raft_*``
+  events): each voter's Raft state over time (``raft_transition``; a crash of its node ends
+  the state it was in until the restart's transition), its votes (``raft_vote``), its
+  metadata high watermark (``raft_hw``), the leader's appends (``raft_append``), renounced
+  leaderships, the epoch each active controller's claim committed in
+  (``controller_elected``), and per broker the controller it follows
+  (``controller_followed``) and the metadata it applied (``metadata_apply`` from a broker).
 
 Times are drawn on the trace's :class:`Clock`: simulated seconds from the run's start, or,
 for a trace imported from Kafka's logs, the logs' wall clock (``imported.time_origin``).
@@ -209,6 +216,73 @@ class Interval:
                 or partition in self.targets)
 
 
+#: At most this many appends, votes and broker applies are kept per trace (the hover of
+#: each is drawn; a run with more is cut, and the section says so).
+QUORUM_MARKS: Final = 4000
+
+
+@dataclass
+class QuorumView:
+    """What the report draws of a KRaft controller quorum (empty: not a quorum trace)."""
+
+    #: voter id -> (ts_us, state, epoch) at each change: a ``raft_transition``'s ``to``, or
+    #: "" from a crash of its node (nothing known until it restarts)
+    states: dict[int, list[tuple[int, str, int]]] = field(default_factory=dict)
+    #: (ts_us, voter, candidate, epoch, granted) of each vote answered
+    votes: list[tuple[int, int, int, int, bool]] = field(default_factory=list)
+    #: voter id -> its metadata high watermark at each change
+    hw: dict[int, StepSeries] = field(default_factory=dict)
+    #: (ts_us, voter, epoch, first, last, record kinds) of each append by a leader
+    appends: list[tuple[int, int, int, int, int, str]] = field(default_factory=list)
+    #: (ts_us, voter, epoch, pending operations dropped) of each renounced leadership
+    renounced: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: (ts_us, controller epoch) of each ``controller_elected``: the new active controller's
+    #: claim committed
+    active: list[tuple[int, int]] = field(default_factory=list)
+    #: broker id -> (ts_us, controller node, reason) each time it turned to another one
+    followed: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)
+    #: broker id -> (ts_us, first, last offset) of each metadata batch it applied
+    applied: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+    #: marks left out past :data:`QUORUM_MARKS`
+    cut: int = 0
+
+    @property
+    def present(self) -> bool:
+        return bool(self.states or self.votes or self.hw)
+
+    def voters(self) -> list[int]:
+        return sorted(set(self.states) | set(self.hw) | {v[1] for v in self.votes})
+
+    def brokers(self) -> list[int]:
+        return sorted(set(self.followed) | set(self.applied))
+
+    def tenures(self, end_us: int) -> list[tuple[int, int, int, int]]:
+        """(voter, epoch, start_us, end_us) of each leadership, in time order: from the
+        voter's move to leader to its next state (or its node's crash, or the end)."""
+        out = []
+        for voter, changes in self.states.items():
+            for i, (ts, state, epoch) in enumerate(changes):
+                if state == "leader":
+                    until = changes[i + 1][0] if i + 1 < len(changes) else end_us
+                    out.append((voter, epoch, ts, max(ts, until)))
+        return sorted(out, key=lambda t: (t[2], t[0]))
+
+    def _mark(self) -> bool:
+        full = len(self.votes) + len(self.appends) + sum(map(len, self.applied.values()))
+        if full >= QUORUM_MARKS:
+            self.cut += 1
+            return False
+        return True
+
+
+def _node_id(node: Any, kind: str) -> int | None:
+    """3000 for ``controller-3000`` (kind "controller"), 1 for ``broker-1``."""
+    text = str(node)
+    if not text.startswith(kind + "-") or not text[len(kind) + 1:].isdigit():
+        return None
+    return int(text[len(kind) + 1:])
+
+
 @dataclass
 class TraceView:
     path: str
@@ -225,6 +299,8 @@ class TraceView:
     warnings: list[str] = field(default_factory=list)
     #: operations (``OPERATIONS``), each with its real duration
     operations: list[Interval] = field(default_factory=list)
+    #: the KRaft controller quorum (empty for a ZooKeeper-era trace)
+    quorum: QuorumView = field(default_factory=QuorumView)
 
     @property
     def clock(self) -> Clock:
@@ -275,6 +351,7 @@ class _Collector:
         #: broker id -> its decommission still on / the added broker not registered yet
         self._decommissioning: dict[int, Interval] = {}
         self._joining: dict[int, Interval] = {}
+        self.quorum = QuorumView()
 
     def _part(self, ev: Event) -> PartitionView | None:
         topic, part = ev.get("topic"), ev.get("partition")
@@ -353,6 +430,8 @@ class _Collector:
                       "broker_registered", "elect_leaders", "replica_created",
                       "replica_deleted"):
             self._on_operation_event(ev, ts)
+        elif name in _QUORUM_EVENTS:
+            self._on_quorum(ev, ts)
         elif name == "phase":
             phase = str(ev.get("phase", "?"))
             self.phases.append((ts, phase))
@@ -369,6 +448,9 @@ class _Collector:
                 iv = Interval(ts, None, kind, [node])
                 self._open_down[(node, what)] = iv
                 self.node_down.append(iv)
+            voter = _node_id(node, "controller")
+            if name == "node_crash" and voter is not None and voter in self.quorum.states:
+                self.quorum.states[voter].append((ts, "", -1))   # state unknown until back
             if name == "node_crash" and node in self._shutting:
                 op, _ = self._shutting[node]
                 self._shutting[node] = (op, True)
@@ -383,6 +465,43 @@ class _Collector:
                 del self._shutting[key[0]]
                 shutting[0].end_us = ts
                 shutting[0].detail = _join(shutting[0].detail, "back (restarted)")
+
+    def _on_quorum(self, ev: Event, ts: int) -> None:
+        """The controller quorum's events (:class:`QuorumView`)."""
+        q, name = self.quorum, ev.get("event")
+        voter = _int(ev.get("voter"))
+        epoch = _int(ev.get("epoch"))
+        if name == "raft_transition" and voter is not None:
+            q.states.setdefault(voter, []).append((ts, str(ev.get("to", "?")), epoch or 0))
+        elif name == "raft_vote" and voter is not None:
+            candidate = _int(ev.get("candidate"))
+            if candidate is not None and q._mark():
+                q.votes.append((ts, voter, candidate, epoch or 0, ev.get("granted") is True))
+        elif name == "raft_hw" and voter is not None:
+            hw = _int(ev.get("hw"))
+            if hw is not None:
+                q.hw.setdefault(voter, StepSeries()).add(ts, hw)
+        elif name == "raft_append" and voter is not None:
+            first, last = _int(ev.get("first")), _int(ev.get("last"))
+            kinds = ev.get("records")
+            if first is not None and last is not None and q._mark():
+                q.appends.append((ts, voter, epoch or 0, first, last, _kinds(kinds)))
+        elif name == "controller_renounced" and voter is not None:
+            q.renounced.append((ts, voter, epoch or 0, _int(ev.get("dropped")) or 0))
+        elif name == "controller_elected":
+            ce = _int(ev.get("controller_epoch"))
+            if ce is not None and _node_id(ev.get("node"), "controller") is not None:
+                q.active.append((ts, ce))
+        elif name == "controller_followed":
+            broker = _int(ev.get("broker"))
+            if broker is not None:
+                q.followed.setdefault(broker, []).append(
+                    (ts, str(ev.get("controller", "?")), str(ev.get("reason", ""))))
+        elif name == "metadata_apply":
+            broker = _node_id(ev.get("node"), "broker")
+            first, last = _int(ev.get("first")), _int(ev.get("offset"))
+            if broker is not None and first is not None and last is not None and q._mark():
+                q.applied.setdefault(broker, []).append((ts, first, last))
 
     def _on_fault(self, ev: Event, ts: int) -> None:
         kind, targets = str(ev.get("fault", "?")), _targets(ev.get("target"))
@@ -508,6 +627,25 @@ class _Collector:
                 pv.leo.setdefault(replica, StepSeries()).add(ts, leo)
 
 
+#: The controller quorum's events (``_Collector._on_quorum``).
+_QUORUM_EVENTS: Final = frozenset({
+    "raft_transition", "raft_vote", "raft_hw", "raft_append", "controller_renounced",
+    "controller_elected", "controller_followed", "metadata_apply"})
+
+
+def _kinds(records: Any) -> str:
+    """``LeaderChange, 2×PartitionRecord, Trace``: a batch's record kinds, runs counted."""
+    if not isinstance(records, list):
+        return ""
+    runs: list[list[Any]] = []
+    for r in records:
+        if runs and runs[-1][0] == str(r):
+            runs[-1][1] += 1
+        else:
+            runs.append([str(r), 1])
+    return ", ".join(k if n == 1 else f"{n}×{k}" for k, n in runs)
+
+
 def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
@@ -558,7 +696,7 @@ def read_view(path: str) -> TraceView:
     return TraceView(path=path, header=header, footer=footer, result=checker.result(),
                      partitions=parts, faults=col.faults, node_down=col.node_down,
                      end_us=col.end_us, events=lines, ts_by_seq=col.ts_by_seq, phases=col.phases,
-                     warnings=warnings, operations=col.operations)
+                     warnings=warnings, operations=col.operations, quorum=col.quorum)
 
 
 #: Events the space-time diagram draws from (the rest of a window is skipped).

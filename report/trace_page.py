@@ -14,6 +14,8 @@ diagram, the scenario.
   ``--trace-messages`` (``traces.replay``), used only when the re-run is the same run event
   for event (``--no-rerun`` skips it). Without messages it falls back to arrows inferred
   between traced events (``figures``).
+* A trace of a KRaft controller quorum (``raft_*`` events) gets a "Controller quorum"
+  section just above the partition timelines, on their time axis (``quorum``).
 * Times are written on the trace's clock (``reading.Clock``): simulated seconds, or the
   logs' wall clock (UTC) for a trace imported from Kafka's logs.
 """
@@ -167,6 +169,7 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     a trace without message lines is re-run with message tracing for the space-time
     diagram (only when it replays identically)."""
     from report import figures as rf
+    from report.quorum import quorum_section
     from traces.explain import RULES, explain
 
     view = read_view(path)
@@ -198,9 +201,11 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
     body: list[Html] = []
     for w in view.warnings:
         body.append(Html(f'<div class="warnbox">{esc(w)}</div>'))
+    quorum = quorum_section(view, lambda div, ts: _moment(view, div, ts))
     body.append(Html('<nav class="toc"><a href="#anomalies">anomalies</a>'
                      '<a href="#why">why (causal chains)</a>'
-                     '<a href="#timelines">partition timelines</a>'
+                     + ('<a href="#quorum">controller quorum</a>' if quorum else "")
+                     + '<a href="#timelines">partition timelines</a>'
                      '<a href="#spacetime">space-time diagram</a><a href="#config">scenario</a>'
                      "</nav>"))
     # anomalies: counts, then examples linking to their moment
@@ -235,6 +240,8 @@ def trace_report(path: str, max_points: int = MAX_POINTS, *, rerun: bool = True
            "nothing to point at in this trace.</p>")
         + "</div></div></section>"))
     body.append(_why_section(view, chains))
+    if quorum is not None:   # the KRaft quorum, on the partition timelines' time axis
+        body.append(quorum)
     # per-partition timelines
     sizes = rf.series_sizes(view)
     caps = rf.allocate(sizes, max_points)
