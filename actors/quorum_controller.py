@@ -59,10 +59,12 @@ from actors.messages import (
     AlterPartitionReassignments,
     BrokerHeartbeat,
     BrokerRegistration,
+    BrokerStates,
     ControlledShutdownRequest,
     CreatePartitions,
     CreateTopics,
     ElectLeaders,
+    PartitionState,
     UnregisterBroker,
 )
 from actors.quorum_messages import NotController, RaftEnvelope, envelope, unwrap
@@ -84,6 +86,8 @@ _CONTROLLER_REQUESTS: Final = (BrokerRegistration, BrokerHeartbeat, ControlledSh
                                UnregisterBroker, CreateTopics, CreatePartitions)
 #: of those, the ones a non-active controller answers with NotController
 _REDIRECTED: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest)
+#: what an active controller publishes to brokers: only to the brokers that follow it
+_PUBLISHED: Final = (PartitionState, BrokerStates)
 
 
 def controller_node(node_id: int) -> str:
@@ -225,6 +229,9 @@ class QuorumController(Machine):
         self._generation = 0
         #: (offset, sends, emits): released once the high watermark passes offset
         self._purgatory: list[tuple[int, list[Send], list[Emit]]] = []
+        #: the brokers that follow this active controller: those whose registration,
+        #: heartbeat or controlled shutdown it received in its current term
+        self._followers: set[str] = set()
 
     @property
     def active(self) -> bool:
@@ -265,6 +272,8 @@ class QuorumController(Machine):
                 self._run(msg.msg, (self.node, self.name))
         elif isinstance(msg, _CONTROLLER_REQUESTS):
             if self.inner is not None:
+                if isinstance(msg, _REDIRECTED):
+                    self._followers.add(src[0])
                 self._run(msg, src)
             elif isinstance(msg, _REDIRECTED):
                 leader = client.quorum.leader_id
@@ -383,6 +392,7 @@ class QuorumController(Machine):
         the controller epoch is the Raft epoch."""
         self._generation += 1
         self.active_epoch = epoch
+        self._followers = set()
         self.working = copy.deepcopy(self.image)
         self.working.controller_epoch = epoch - 1   # Controller.start bumps it
         self.inner = self.make_controller(self.working)
@@ -443,6 +453,8 @@ class QuorumController(Machine):
             for e in emits:
                 self._out.append(e)
             for s in sends:
+                if type(s.msg) in _PUBLISHED and s.dst[0] not in self._followers:
+                    continue   # that broker fetches its metadata from another controller
                 self._out.append(s)
 
     def leader_id(self) -> int:
