@@ -46,7 +46,7 @@ from emulator.scenario_keys import (
     Key,
 )
 from emulator.tcp import tcp_config
-from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.schema import ANOMALIES, DEFAULT_FORBID, QUORUM_FORBID
 
 #: a scenario name that can be a folder under out/ (no path separators, no ".."): the
 #: default output of run and campaign is named after it
@@ -290,7 +290,7 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
     from faults.plan import FAULT_KINDS, NEMESES, QUORUM_NEMESES
     for i, f in enumerate(faults["plan"]):
         fe = _check_table(src, f"faults.plan[{i}]", f, FAULT_TABLES.get(
-            f.get("fault"), FAULT) if isinstance(f, dict) else FAULT)
+            str(f.get("fault")), FAULT) if isinstance(f, dict) else FAULT)
         if fe["fault"] not in FAULT_KINDS:
             raise src.error(f"faults.plan[{i}].fault",
                             f"unknown fault {fe['fault']!r} (known: {', '.join(FAULT_KINDS)})")
@@ -307,7 +307,9 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
 
     expect = _check_table(src, "expect", raw.get("expect", {}), EXPECT)
     if expect["forbid"] is None:
-        expect["forbid"] = [a for a in DEFAULT_FORBID if a not in expect["anomalies"]]
+        expect["forbid"] = [a for a in (*DEFAULT_FORBID, *(
+            QUORUM_FORBID if "controller_quorum" in cluster else ()))
+            if a not in expect["anomalies"]]
     for key in ("anomalies", "forbid"):
         for a in expect[key]:
             if a not in ANOMALIES:
