@@ -41,8 +41,10 @@ QUORUM_EVENTS: Final = ("raft_append", "raft_truncate", "raft_hw", "metadata_app
 ROW_SCHEMA: Final = "tid int, topic string, partition int, anomaly string, n bigint"
 _LINE_SCHEMA: Final = ("seq bigint, event string, voter bigint, epoch bigint, `first` bigint, "
                        "`last` bigint, `offset` bigint, hw bigint")
-_PREFIX: Final = (r'^\\{"seq":[0-9]+,"ts_us":[0-9]+,"event":"('
-                  + "|".join(QUORUM_EVENTS) + ')"')
+#: the line's opening (its first character, the brace, as ``.``: a brace would be a
+#: placeholder of PySpark's formatter)
+_PREFIX: Final = ('^."seq":[0-9]+,"ts_us":[0-9]+,"event":"(' + "|".join(QUORUM_EVENTS)
+                  + ')"')
 
 
 def quorum_traces(data: Loaded) -> list[tuple[int, str]]:
