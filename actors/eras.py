@@ -33,7 +33,14 @@ BUGS: Final = {
     "KAFKA-15583": "KAFKA-15583 absent: the HW advances while ISR < min.insync.replicas",
     "KAFKA-15665": "a reassignment completes once its adding replicas are in the ISR, "
                    "whatever the other target replicas",
+    # the controller quorum's Raft (actors.raft.config.RAFT_BUGS): needs
+    # cluster.controller_quorum
+    "KAFKA-15489": "a controller quorum leader that no majority of voters fetches from "
+                   "never resigns (no check quorum, as before 3.7.0)",
 }
+#: bugs of the KRaft controller quorum's Raft (``actors.raft``): a scenario naming one needs
+#: ``cluster.controller_quorum``
+QUORUM_BUGS: Final = ("KAFKA-15489",)
 
 #: Fixes isrlab proposes for defects it finds in the Kafka code it models, applied on top of
 #: an era with ``fixes = [...]``: the catalog shows the defect with and without them.
@@ -106,6 +113,11 @@ class Rules:
     reassignment_cancel: bool = True  # KIP-455 (2.4): AlterPartitionReassignments can
                                     # cancel an ongoing reassignment; before, a started
                                     # reassignment could only run to its end
+    raft_check_quorum: bool = True  # KAFKA-15489 fixed (3.7.0): a controller quorum
+                                    # leader that no majority of voters fetched from within
+                                    # 1.5 x quorum.fetch.timeout.ms resigns (LeaderState's
+                                    # check-quorum timer, commit 37416e1a); read by
+                                    # actors.raft.config.raft_rules_for, KRaft eras only
     epochless_truncation_is_local: bool = True  # 2.1+: a truncating partition whose
                                     # epoch cache is empty truncates to its fetch offset (the
                                     # HW) without asking the leader (2.1.0
@@ -234,6 +246,8 @@ def rules_for(era: str, bugs: tuple[str, ...] | list[str] = (),
             rules = replace(rules, strict_min_isr=False)
         elif bug == "KAFKA-15665":
             rules = replace(rules, reassignment_completes_on_targets=False)
+        elif bug == "KAFKA-15489":
+            rules = replace(rules, raft_check_quorum=False)
         else:
             raise KeyError(bug)
     return rules

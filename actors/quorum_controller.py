@@ -59,10 +59,12 @@ from actors.messages import (
     AlterPartitionReassignments,
     BrokerHeartbeat,
     BrokerRegistration,
+    BrokerStates,
     ControlledShutdownRequest,
     CreatePartitions,
     CreateTopics,
     ElectLeaders,
+    PartitionState,
     UnregisterBroker,
 )
 from actors.quorum_messages import NotController, RaftEnvelope, envelope, unwrap
@@ -84,6 +86,8 @@ _CONTROLLER_REQUESTS: Final = (BrokerRegistration, BrokerHeartbeat, ControlledSh
                                UnregisterBroker, CreateTopics, CreatePartitions)
 #: of those, the ones a non-active controller answers with NotController
 _REDIRECTED: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest)
+#: what an active controller publishes to brokers: only to the brokers that follow it
+_PUBLISHED: Final = (PartitionState, BrokerStates)
 
 
 def controller_node(node_id: int) -> str:
@@ -215,7 +219,8 @@ class QuorumController(Machine):
         self._tick_at = -1
         self._transitions_seen = 0
         self._hw = -1
-        self._traced_end = disk.log.end_offset
+        #: the epoch of each entry of the log as traced so far (``_trace_appends``)
+        self._traced_epochs = [e for _, e, _ in disk.log.entries]
         #: the request in flight to each peer (for a connection reset)
         self._inflight: dict[int, int] = {}
         # the active controller
@@ -225,6 +230,9 @@ class QuorumController(Machine):
         self._generation = 0
         #: (offset, sends, emits): released once the high watermark passes offset
         self._purgatory: list[tuple[int, list[Send], list[Emit]]] = []
+        #: the brokers that follow this active controller: those whose registration,
+        #: heartbeat or controlled shutdown it received in its current term
+        self._followers: set[str] = set()
 
     @property
     def active(self) -> bool:
@@ -265,6 +273,8 @@ class QuorumController(Machine):
                 self._run(msg.msg, (self.node, self.name))
         elif isinstance(msg, _CONTROLLER_REQUESTS):
             if self.inner is not None:
+                if isinstance(msg, _REDIRECTED):
+                    self._followers.add(src[0])
                 self._run(msg, src)
             elif isinstance(msg, _REDIRECTED):
                 leader = client.quorum.leader_id
@@ -290,6 +300,8 @@ class QuorumController(Machine):
             deadline = client.poll(now)
             self._send_outbox()
             self._trace_raft()
+            self._trace_appends()
+            self._trace_hw()
             self._replay()
             self._claim_or_renounce()
             self._release()
@@ -303,18 +315,41 @@ class QuorumController(Machine):
                 self._tick_token)))
 
     def _trace_appends(self) -> None:
-        """``raft_append``: what this node appended as leader since the last call (the
-        kinds of its records: the LeaderChange control record first in a new epoch)."""
+        """``raft_truncate`` and ``raft_append``: how this node's log changed since the last
+        call. A truncation (a follower cutting a diverging suffix, a new leader dropping
+        what it had past its LEO) is traced with the offset it cut to; then each run of new
+        entries of one epoch is a ``raft_append`` (``epoch``: the entries', the leader's
+        when it appended them; ``role``: leader or follower; ``records``: their kinds, the
+        LeaderChange control record first in a new epoch). With the entries' epochs a
+        reader rebuilds every voter's log as (offset, epoch) pairs, which identify a Raft
+        entry (the checker's ``metadata_divergence``)."""
         client = self.client
         assert client is not None
         log = client.log
-        end, self._traced_end = self._traced_end, log.end_offset
-        if log.end_offset <= end or not client.quorum.is_leader():
-            return
-        self.emit("raft_append", voter=self.node_id, epoch=client.quorum.epoch, first=end,
-                  last=log.end_offset - 1,
-                  records=[("LeaderChange" if type(r) is LeaderChangeMessage else r[0])
-                           for _, _, r in log.read(end)])
+        traced = self._traced_epochs
+        entries = log.entries
+        base = log.start_offset
+        keep = min(len(traced), len(entries))
+        # the logs share a prefix; what changed is a suffix: find where it starts
+        while keep > 0 and traced[keep - 1] != entries[keep - 1][1]:
+            keep -= 1
+        if keep < len(traced):
+            self.emit("raft_truncate", voter=self.node_id, offset=base + keep,
+                      old=base + len(traced), epoch=client.quorum.epoch)
+            del traced[keep:]
+        role = "leader" if client.quorum.is_leader() else "follower"
+        i = keep
+        while i < len(entries):
+            epoch = entries[i][1]
+            j = i
+            while j < len(entries) and entries[j][1] == epoch:
+                j += 1
+            self.emit("raft_append", voter=self.node_id, epoch=epoch, first=base + i,
+                      last=base + j - 1, role=role,
+                      records=[("LeaderChange" if type(r) is LeaderChangeMessage else r[0])
+                               for _, _, r in entries[i:j]])
+            traced.extend([epoch] * (j - i))
+            i = j
 
     def _send_outbox(self) -> None:
         client = self.client
@@ -337,6 +372,13 @@ class QuorumController(Machine):
             self.emit("raft_transition", **{"from": frm}, to=to, epoch=epoch,
                       leader=q.leader_id_or_sentinel(), voter=self.node_id)
         self._transitions_seen = len(q.transitions)
+
+    def _trace_hw(self) -> None:
+        """``raft_hw`` on a change, after the log changes that brought the entries below it
+        (``_trace_appends``)."""
+        client = self.client
+        assert client is not None
+        q = client.quorum
         hw = client.log.high_watermark
         if hw != self._hw:
             self._hw = hw
@@ -383,6 +425,7 @@ class QuorumController(Machine):
         the controller epoch is the Raft epoch."""
         self._generation += 1
         self.active_epoch = epoch
+        self._followers = set()
         self.working = copy.deepcopy(self.image)
         self.working.controller_epoch = epoch - 1   # Controller.start bumps it
         self.inner = self.make_controller(self.working)
@@ -443,6 +486,8 @@ class QuorumController(Machine):
             for e in emits:
                 self._out.append(e)
             for s in sends:
+                if type(s.msg) in _PUBLISHED and s.dst[0] not in self._followers:
+                    continue   # that broker fetches its metadata from another controller
                 self._out.append(s)
 
     def leader_id(self) -> int:

@@ -37,7 +37,7 @@ from actors.consumer import Consumer, ConsumerConfig
 from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from actors.core import Machine
-from actors.eras import rules_for
+from actors.eras import QUORUM_BUGS, rules_for
 from actors.fetcher import REPLICA_MANAGER, FetcherConfig, ReplicaFetcherThread
 from actors.log import BrokerDisk, NoDisk, PartitionLog
 from actors.messages import (
@@ -362,7 +362,8 @@ class Cluster:
         gives them) and replays the committed log over it."""
         base = copy.deepcopy(self.store)
         self.quorum_view = QuorumView(self.store)
-        raft_rules = raft_rules_for(self.sc["protocol"])
+        raft_rules = raft_rules_for(self.sc["protocol"], tuple(
+            b for b in self.sc["bugs"] if b in QUORUM_BUGS))
         for v in self.voters:
             def factory(node: Node, v: int = v) -> list[Machine]:
                 return [QuorumController(
@@ -423,6 +424,10 @@ class Cluster:
             rec = self.store.partitions.get((topic, int(p)))
             return [f"broker-{rec.leader}"] if rec is not None and rec.leader >= 0 else []
         return [str(target)]
+
+    def controller_voters(self) -> list[str]:
+        """The controller quorum's voter nodes (none without a quorum)."""
+        return list(self.controller_nodes)
 
     def crash(self, node: str, power_loss: bool) -> None:
         if node in self.sched.nodes:

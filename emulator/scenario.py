@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from actors.eras import BUGS, FIXES, rules_for
+from actors.eras import BUGS, FIXES, QUORUM_BUGS, rules_for
 from emulator.files import FileRefused, input_file
 from emulator.scenario_keys import (
     _SECTION,
@@ -31,11 +31,11 @@ from emulator.scenario_keys import (
     CATALOG,
     CLUSTER,
     CONSUMER,
-    CORRUPT_DISK,
     DELAY,
     EXPECT,
     EXPLORE,
     FAULT,
+    FAULT_TABLES,
     FAULTS,
     LONG_MAX_VALUE,
     NETWORK,
@@ -46,7 +46,7 @@ from emulator.scenario_keys import (
     Key,
 )
 from emulator.tcp import tcp_config
-from traces.schema import ANOMALIES, DEFAULT_FORBID
+from traces.schema import ANOMALIES, DEFAULT_FORBID, QUORUM_FORBID
 
 #: a scenario name that can be a folder under out/ (no path separators, no ".."): the
 #: default output of run and campaign is named after it
@@ -192,6 +192,10 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
                         f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
     if cluster["controller_quorum"] == 0:
         del cluster["controller_quorum"]
+        quorum_bugs = [b for b in sc["bugs"] if b in QUORUM_BUGS]
+        if quorum_bugs:
+            raise src.error("bugs", f"{quorum_bugs[0]} is a bug of the KRaft controller "
+                            f"quorum: it needs cluster.controller_quorum (e.g. 3)")
     elif sc["protocol"] not in ("3.7", "4.1"):
         raise src.error("cluster.controller_quorum", f"a controller quorum is KRaft's: the "
                         f"{sc['protocol']} era's controller is ZooKeeper's")
@@ -283,10 +287,10 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
 
     faults = _check_table(src, "faults", raw.get("faults", {}), FAULTS)
     plan = []
-    from faults.plan import FAULT_KINDS, NEMESES
+    from faults.plan import FAULT_KINDS, NEMESES, QUORUM_NEMESES
     for i, f in enumerate(faults["plan"]):
-        fe = _check_table(src, f"faults.plan[{i}]", f, CORRUPT_DISK if isinstance(f, dict)
-                          and f.get("fault") == "corrupt_disk" else FAULT)
+        fe = _check_table(src, f"faults.plan[{i}]", f, FAULT_TABLES.get(
+            str(f.get("fault")), FAULT) if isinstance(f, dict) else FAULT)
         if fe["fault"] not in FAULT_KINDS:
             raise src.error(f"faults.plan[{i}].fault",
                             f"unknown fault {fe['fault']!r} (known: {', '.join(FAULT_KINDS)})")
@@ -296,11 +300,16 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         if n not in NEMESES:
             raise src.error("faults.nemesis",
                             f"unknown nemesis {n!r} (known: {', '.join(NEMESES)})")
+        if n in QUORUM_NEMESES and "controller_quorum" not in cluster:
+            raise src.error("faults.nemesis", f"{n!r} acts on a controller quorum: it needs "
+                            f"cluster.controller_quorum (e.g. 3)")
     sc["faults"] = faults
 
     expect = _check_table(src, "expect", raw.get("expect", {}), EXPECT)
     if expect["forbid"] is None:
-        expect["forbid"] = [a for a in DEFAULT_FORBID if a not in expect["anomalies"]]
+        expect["forbid"] = [a for a in (*DEFAULT_FORBID, *(
+            QUORUM_FORBID if "controller_quorum" in cluster else ()))
+            if a not in expect["anomalies"]]
     for key in ("anomalies", "forbid"):
         for a in expect[key]:
             if a not in ANOMALIES:
@@ -531,8 +540,18 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
     if fe["fault"] in ("create_topic", "add_partitions"):
         _check_topic_step(src, where, fe, sc)
         return
+    from faults.plan import QUORUM_FAULTS
+    quorum = sc["cluster"].get("controller_quorum", 0)
+    if fe["fault"] in QUORUM_FAULTS:
+        _check_quorum_fault(src, where, fe, quorum, targets)
+        return
     if not targets:
         raise src.error(f"{where}.target", f"a {fe['fault']!r} fault needs a target")
+    voter = next((t for t in targets if isinstance(t, str) and t.startswith("controller-")),
+                 None)
+    if voter is not None and not quorum:
+        raise src.error(f"{where}.target", f"{voter!r} is a voter of a controller quorum: "
+                        f"the scenario has none (cluster.controller_quorum)")
     every = sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"]
     nodes = {"controller", *(f"broker-{b}" for b in range(1, every + 1)),
              *(producer_node(i) for i in range(len(sc["producers"])))}
@@ -565,6 +584,31 @@ def _check_target(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, An
         if not -1 <= fe["fetcher_id"] < n:
             raise src.error(f"{where}.fetcher_id", f"{fe['fetcher_id']} is not a fetcher id "
                             f"(0..{n - 1} with num.replica.fetchers = {n}, or -1 for all)")
+
+
+def _check_quorum_fault(src: _Source, where: str, fe: dict[str, Any], quorum: int,
+                        targets: list[Any]) -> None:
+    """``isolate_controller``: one node, "controller" (the active one; the default) or a
+    voter; ``lose_quorum``: no target (a majority chosen when it starts) or at least a
+    majority of distinct voters. Both need a controller quorum."""
+    kind = fe["fault"]
+    if not quorum:
+        raise src.error(f"{where}.fault", f"{kind!r} acts on a controller quorum: it needs "
+                        f"cluster.controller_quorum (e.g. 3)")
+    voters = [f"controller-{3000 + i}" for i in range(quorum)]
+    for t in targets:
+        if t not in voters and not (kind == "isolate_controller" and t == "controller"):
+            raise src.error(f"{where}.target", f"{t!r} is not a voter (known: "
+                            f"{', '.join(voters)}"
+                            f"{', controller' if kind == 'isolate_controller' else ''})")
+    if kind == "isolate_controller" and len(targets) > 1:
+        raise src.error(f"{where}.target", "an isolate_controller cuts one controller node "
+                        "(\"controller\": the active one, or a voter)")
+    if kind == "lose_quorum" and targets and (
+            len(set(targets)) != len(targets) or len(targets) < quorum // 2 + 1):
+        raise src.error(f"{where}.target", f"a lose_quorum takes a majority of the "
+                        f"{quorum} voters ({quorum // 2 + 1} distinct), or none to let it "
+                        f"choose")
 
 
 def _check_reassign(src: _Source, where: str, fe: dict[str, Any], sc: dict[str, Any],

@@ -234,6 +234,16 @@ FAULT: dict[str, Key] = {
 CORRUPT_DISK: dict[str, Key] = {**FAULT, "topic_partition": Key(STR, None), "offset": Key(
     INT, -1, lambda v: None if v >= -1 else "must be >= -1 (-1: the last record)")}
 
+#: an isolate_controller step: from the other voters only (the default) or from every node
+ISOLATE_CONTROLLER: dict[str, Key] = {**FAULT, "scope": Key(STR, "voters",
+                                                             _one_of("voters", "all"))}
+#: a lose_quorum step: a majority of the voters crashed (the default) or cut from the others
+LOSE_QUORUM: dict[str, Key] = {**FAULT, "how": Key(STR, "crash", _one_of("crash", "isolate"))}
+#: the tables of the plan steps that have keys of their own (others: FAULT)
+FAULT_TABLES: dict[str, dict[str, Key]] = {"corrupt_disk": CORRUPT_DISK,
+                                           "isolate_controller": ISOLATE_CONTROLLER,
+                                           "lose_quorum": LOSE_QUORUM}
+
 EXPECT: dict[str, Key] = {
     "anomalies": Key((list,), [], _strings),
     "forbid": Key((list,), None, _strings),

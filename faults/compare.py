@@ -87,6 +87,9 @@ MAX_SEEDS: Final = 10_000
 #: KIP-497: the maximal ISR (AlterIsr, KAFKA-8836, 2.7.0); before it the HW was the
 #:   committed ISR's, which is what re-enabling it does.
 #: KAFKA-15583: no HW advance while the ISR is under min.insync.replicas, from 3.7.0.
+#: KAFKA-15489: KRaft's LeaderState has the check-quorum timer from 3.7.0 (commit 37416e1a;
+#:   3.6.2 has none): KRaft's 3.6 releases shipped the bug, which no isrlab era is; ZooKeeper
+#:   eras have no controller quorum. Its scenarios need cluster.controller_quorum.
 #: KAFKA-15665: KRaft's ReplicationControlManager completed a reassignment on its adding
 #:   replicas until 3.8.0; the ZooKeeper controller (isReassignmentComplete) never did.
 BUG_ERAS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
@@ -96,6 +99,7 @@ BUG_ERAS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "KIP-497": (("0.10", "0.11", "2.0", "2.1"), ("2.8", "3.7", "4.1")),
     "KAFKA-15583": (("0.10", "0.11", "2.0", "2.1", "2.8"), ("3.7", "4.1")),
     "KAFKA-15665": (("3.7",), ("4.1",)),
+    "KAFKA-15489": ((), ("3.7", "4.1")),
 }
 
 

@@ -16,7 +16,11 @@ show no anomaly. Without the budget anything goes.
 
 Kinds beyond Jepsen's (appended; the draws of the older kinds are unchanged):
 ``pause_controller`` and ``delay_controller`` stall or slow the metadata quorum (an
-AlterPartition in flight waits); ``cut`` cuts one direction of a random broker pair;
+AlterPartition in flight waits); with a controller quorum (``cluster.controller_quorum``)
+``kill_controller`` and ``pause_controller`` target the active controller or any voter
+(drawn), ``isolate_controller`` cuts one of them from the other voters or from everyone,
+and ``lose_quorum`` takes down or cuts off a majority of the voters (crash or isolate,
+drawn) — both need a quorum; ``cut`` cuts one direction of a random broker pair;
 ``cut_leader`` cuts the link from the current leader of a random partition to one of
 its followers (its fetches still arrive: the leader counts them, its answers wait for the
 heal; every cut is silent, as iptables DROP is, and TCP retransmits what it holds);
@@ -69,6 +73,7 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
     if swarm:
         kinds = [k for k in kinds if rng.random() < 0.5] or [rng.choice(kinds)]
     brokers = [f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)]
+    voters = [f"controller-{3000 + i}" for i in range(sc["cluster"].get("controller_quorum", 0))]
     spares = list(range(sc["cluster"]["brokers"] + 1,
                         sc["cluster"]["brokers"] + sc["cluster"]["spare.brokers"] + 1))
     added: list[int] = []
@@ -140,11 +145,23 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             entry = {"at_s": at, "fault": "drop", "target": node, "duration_s": dur,
                      "rate": round(rng.uniform(0.1, 0.9), 3)}
         elif kind == "kill_controller":
-            entry = {"at_s": at, "fault": "crash", "target": "controller", "duration_s": dur}
+            entry = {"at_s": at, "fault": "crash", "target": _controller(rng, voters),
+                     "duration_s": dur}
         elif kind == "pause_controller":
             # the metadata quorum stalls: AlterPartition, heartbeats and partition states
             # wait (they are handled, in order, when it resumes)
-            entry = {"at_s": at, "fault": "pause", "target": "controller", "duration_s": dur}
+            entry = {"at_s": at, "fault": "pause", "target": _controller(rng, voters),
+                     "duration_s": dur}
+        elif kind == "isolate_controller":
+            # a controller node (the active one, or any voter) cut from the other voters, or
+            # from everyone
+            entry = {"at_s": at, "fault": "isolate_controller",
+                     "target": _controller(rng, voters),
+                     "scope": rng.choice(("voters", "all")), "duration_s": dur}
+        elif kind == "lose_quorum":
+            # a majority of the voters down or cut off: nothing commits until they return
+            entry = {"at_s": at, "fault": "lose_quorum", "how": rng.choice(("crash", "isolate")),
+                     "duration_s": dur}
         elif kind == "delay_controller":
             # a slow metadata quorum: every request to it and every update from it is late
             entry = {"at_s": at, "fault": "delay", "target": "controller", "duration_s": dur,
@@ -269,3 +286,10 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
         plan.append(entry)
     return plan
 
+
+
+def _controller(rng: random.Random, voters: list[str]) -> str:
+    """A controller fault's target: "controller" (the active one when the fault starts);
+    with a controller quorum, that or any voter, drawn (no draw without a quorum, so the
+    plans of the single-controller scenarios are unchanged)."""
+    return rng.choice(["controller", *voters]) if voters else "controller"

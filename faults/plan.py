@@ -82,6 +82,21 @@ Kinds (after Jepsen's nemeses):
   --alter --partitions N`` for the topic named in ``target`` (``partitions = N``, the new
   count): keyed records map to other partitions from when each producer's metadata shows
   the new count, and consumer groups rebalance when theirs does (``metadata.max.age.ms``);
+* ``isolate_controller`` (a controller quorum, ``cluster.controller_quorum``): cut one
+  controller node — ``target = "controller"``, the active controller when the fault starts,
+  or a voter ``controller-300N`` — from the other voters, both ways (``scope = "voters"``,
+  the default: brokers still reach it and it them), or from every other node (``scope =
+  "all"``). Silent, as ``isolate``: TCP holds what it cannot deliver until the heal. The
+  active controller cut from the voters keeps serving the brokers while a majority elects
+  another leader; it resigns once no majority has fetched from it for 1.5 x
+  ``quorum.fetch.timeout.ms``, and never with ``bugs = ["KAFKA-15489"]``;
+* ``lose_quorum``: a majority of the voters down (``how = "crash"``, the default: process
+  kills; the quorum-state file and the metadata log survive) or cut from every other voter
+  (``how = "isolate"``) for the fault's duration, then back. ``target``: the voters (at
+  least a majority), or none: the voters other than the active controller in id order, then
+  the active one, as many as a majority needs (with three voters: the two followers, so
+  the leader stays up alone). Nothing commits meanwhile (no metadata change takes effect;
+  the partitions' data keeps flowing) and the quorum recovers when they return;
 * ``restart``, ``resume``, ``heal`` (remove every partition, delay and drop).
 
 Every start and stop is traced as a ``fault`` event, so a plan can be read back from a
@@ -99,7 +114,9 @@ FAULT_KINDS = ("crash", "power_loss", "shutdown", "pause", "isolate", "partition
                "delay", "drop", "restart", "resume", "heal", "stall_fetcher",
                "preferred_election", "controlled_shutdown", "reassign", "cancel_reassign",
                "add_broker", "decommission", "create_topic", "add_partitions",
-               "corrupt_disk")
+               "corrupt_disk", "isolate_controller", "lose_quorum")
+#: faults on the controller quorum's voters: a scenario with ``cluster.controller_quorum``
+QUORUM_FAULTS = ("isolate_controller", "lose_quorum")
 #: plan steps whose target names partitions ("orders-0"), not nodes
 PARTITION_STEPS = ("preferred_election", "reassign", "cancel_reassign")
 #: plan steps whose target names a topic
@@ -110,7 +127,9 @@ NEMESES = ("kill", "kill_leader", "power_loss", "power_loss_leader", "pause", "p
            "pause_controller", "delay_controller", "cut", "cut_leader", "deafen",
            "power_outage", "split", "stall_fetcher", "preferred_election",
            "controlled_shutdown", "reassign", "add_broker", "decommission", "add_partitions",
-           "partition_reject", "corrupt_disk")
+           "partition_reject", "corrupt_disk", "isolate_controller", "lose_quorum")
+#: nemesis kinds of the controller quorum (``cluster.controller_quorum``)
+QUORUM_NEMESES = ("isolate_controller", "lose_quorum")
 
 
 class World(Protocol):
@@ -122,6 +141,7 @@ class World(Protocol):
     def assignment(self) -> dict[tuple[str, int], tuple[int, ...]]: ...
 
     def resolve_target(self, target: Any) -> list[str]: ...
+    def controller_voters(self) -> list[str]: ...
     def coordinator_of(self, group: str) -> str: ...
     def crash(self, node: str, power_loss: bool) -> None: ...
     def shutdown(self, node: str) -> None: ...
@@ -232,6 +252,9 @@ def start_fault(world: World, f: dict[str, Any]) -> None:
             world.trace_fault(kind, "start", [topic], count=int(f.get("partitions", 0)))
             world.add_partitions(topic, int(f.get("partitions", 0)))
         return
+    if kind in QUORUM_FAULTS:
+        _quorum_fault(world, f)
+        return
     nodes = resolve(world, f.get("target", ""))
     if kind == "corrupt_disk":
         _corrupt_disk(world, f, nodes)
@@ -330,3 +353,60 @@ def _corrupt_disk(world: World, f: dict[str, Any], nodes: list[str]) -> None:
         else:
             world.trace_fault("corrupt_disk", "skipped", [n], topic_partition=tp,
                               offset=wanted, reason=why)
+
+
+def _voter_links(voters: list[str], nodes: list[str]) -> list[tuple[str, str]]:
+    """Both directions of every link between a node of ``nodes`` and another voter."""
+    out = []
+    for a in nodes:
+        for b in voters:
+            if b != a and not (b in nodes and b < a):   # each pair once
+                out += [(a, b), (b, a)]
+    return out
+
+
+def majority_to_lose(world: World) -> list[str]:
+    """``lose_quorum``'s default target: the voters other than the active controller (id
+    order), then the active one, as many as make a majority."""
+    voters = world.controller_voters()
+    active = world.resolve_target("controller")
+    order = [v for v in voters if v not in active] + [v for v in voters if v in active]
+    return order[:len(voters) // 2 + 1]
+
+
+def _quorum_fault(world: World, f: dict[str, Any]) -> None:
+    """``isolate_controller`` and ``lose_quorum`` (see the module note), traced with the
+    voters they hit (none: no active controller to isolate now, traced as started on no
+    node) and their ``scope`` / ``how``."""
+    kind = f["fault"]
+    dur = float(f.get("duration_s", 0.0))
+    voters = world.controller_voters()
+    links: list[tuple[str, str]] = []
+    crashed: list[str] = []
+    if kind == "isolate_controller":
+        nodes = resolve(world, f.get("target", "") or "controller")[:1]
+        scope = str(f.get("scope", "voters"))
+        links = _links(world, nodes) if scope == "all" else _voter_links(voters, nodes)
+        world.trace_fault(kind, "start", nodes, duration_s=dur, scope=scope)
+    else:
+        nodes = resolve(world, f.get("target", "")) or majority_to_lose(world)
+        how = str(f.get("how", "crash"))
+        world.trace_fault(kind, "start", nodes, duration_s=dur, how=how)
+        if how == "isolate":
+            links = _voter_links(voters, nodes)
+        else:
+            crashed = nodes
+    for a, b in links:
+        world.cut(a, b)
+    for n in crashed:
+        world.crash(n, power_loss=False)
+    if dur <= 0:
+        return   # until the heal
+
+    def finish() -> None:
+        world.trace_fault(kind, "stop", nodes)
+        for a, b in links:
+            world.heal(a, b)
+        for n in crashed:
+            world.restart(n)
+    world.after(dur, finish)

@@ -86,6 +86,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_analysis.load import SCENARIO_SCHEMA, Loaded
+from spark_analysis.quorum import quorum_counts
 from spark_analysis.side_by_side import JOBS_AT_ONCE, side_by_side
 from traces.checker import CONSUMER_NODE_PREFIX, ISR_CHURN_WINDOW_US, MISSING, NOT_FROM_LOGS
 from traces.schema import ANOMALIES
@@ -984,6 +985,7 @@ class Analysis:
             "outside_assignment": sql(_outside_assignment(),
                                       _count("outside", "outside_assignment"), **side),
             "possible_loss": lambda: possible_loss(data.side),
+            "quorum": lambda: quorum_counts(data),   # spark_analysis.quorum
         }
 
     def families(self, on_start: Callable[[str], None] | None = None,

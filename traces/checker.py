@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import orjson
 
+from traces.quorum_check import QuorumChecker
 from traces.reader import iter_events, regular_file
 from traces.schema import ANOMALIES
 from traces.verdict import (
@@ -329,6 +330,8 @@ class Checker:
             "become_leader": self._on_become_leader,
             "final_log": self._on_final_log,
             "convergence": self._on_convergence,
+            # the controller quorum's metadata log (traces.quorum_check)
+            **QuorumChecker(self._note).handlers(),
         }
 
     # ----------------------------------------------------------------- streaming

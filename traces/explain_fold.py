@@ -514,6 +514,9 @@ STORY_EVENTS: Final = frozenset({
     "segment_delete", "log_start_offset_update", "delete_records", "delete_records_result",
     "isr_update_skipped", "fetch_error", "partition_failed", "fetch_offset_reset",
     "append_rejected", "msg_drop", "elect_leaders", "controller_elected",
+    # the controller quorum (traces.explain_quorum)
+    "raft_transition", "raft_append", "raft_truncate", "raft_hw", "metadata_apply",
+    "controller_renounced",
 })
 
 

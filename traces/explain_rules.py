@@ -236,6 +236,19 @@ RULES: Final[dict[str, Rule]] = {
     "outside_replica_list": Rule(
         "a replica outside the partition's replica list (one a reassignment removed) was "
         "in the ISR or elected", "none named: read the steps"),
+    "metadata_log_diverged": Rule(
+        "two voters of the controller quorum held different entries at an offset of the "
+        "metadata log below their high watermarks: a committed metadata record was "
+        "replaced (Raft's Log Matching and Leader Completeness broken)",
+        "KRaft's elections (a vote only for a log at least as long in the last epoch, "
+        "KafkaRaftClient.handleVoteRequest) and truncation only above the high watermark "
+        "(ReplicatedLog.truncateTo) forbid it"),
+    "applied_above_quorum_hw": Rule(
+        "a controller replayed metadata records at or above the quorum's high watermark, "
+        "before a majority of the voters held them",
+        "KRaft hands its listeners (the controller's replay) only batches below the high "
+        "watermark (3.7.0 KafkaRaftClient.updateListenersProgress, after "
+        "onUpdateLeaderHighWatermark)"),
     "read_above_hw": Rule(
         "a consumer was handed a record at or above the high watermark of the leader "
         "that served it",

@@ -25,6 +25,7 @@ import orjson
 from traces.checker import Event
 from traces.explain_fold import Key, _Fold, _int, _ints, _Story
 from traces.explain_output import Chain, Step
+from traces.explain_quorum import metadata_chain
 
 
 def _set(v: Iterable[int]) -> str:
@@ -41,6 +42,8 @@ STORY_KINDS: Final = {
     "possible_committed_truncation": "truncation_chain",
     "unclean_election": "unclean_chain", "leader_epoch_regression": "epoch_chain",
     "nonmonotonic_poll": "poll_chain", "poll_skip": "poll_chain",
+    # the controller quorum's (traces.explain_quorum)
+    "metadata_divergence": "metadata_chain", "uncommitted_metadata_applied": "metadata_chain",
 }
 
 _NODE_WORDS: Final = {"node_restart": "restarted", "node_pause": "paused",
@@ -932,6 +935,8 @@ class _Teller:
         name = STORY_KINDS.get(anomaly)
         if name == "poll_chain":
             return self.poll_chain(anomaly, key, d)
+        if name == "metadata_chain" and self.fold.story is not None:
+            return metadata_chain(self, anomaly, key, d)
         if name is None or self.fold.story is None:
             return self.generic_chain(anomaly, key, d)
         build: Callable[[Key, dict[str, Any]], Chain] = getattr(self, name)

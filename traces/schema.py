@@ -118,7 +118,10 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "raft_transition": ("voter", "from", "to", "epoch", "leader"),
     "raft_vote": ("voter", "candidate", "epoch", "granted"),
     "raft_hw": ("voter", "hw", "leo", "epoch"),
-    "raft_append": ("voter", "epoch", "first", "last", "records"),
+    # entries appended to a voter's metadata log (epoch: the entries'; role: leader or
+    # follower; records: their kinds) and a truncation of it (to offset, from old: its LEO)
+    "raft_append": ("voter", "epoch", "first", "last", "records", "role"),
+    "raft_truncate": ("voter", "offset", "old"),
     # a broker of a quorum-run cluster turns to another controller (a NotController
     # answer, a request that timed out, committed states from the active one)
     "controller_followed": ("broker", "controller", "reason"),
@@ -211,6 +214,9 @@ ANOMALIES: Final = (
     "possible_committed_truncation",
     "unclean_election",
     "leader_epoch_regression",
+    # the KRaft controller quorum (cluster.controller_quorum; traces.quorum_check)
+    "metadata_divergence",
+    "uncommitted_metadata_applied",
 )
 #: Signals of a possible loss that a log shows without proving it (issue 54): in a trace
 #: imported from Kafka's logs they choose the verdict ("POSSIBLE LOSS"); in an emulator's
@@ -228,3 +234,7 @@ DEFAULT_FORBID: Final = (
     "lost_committed_offset",
     "outside_assignment",
 )
+#: Forbidden by default too in a scenario with a controller quorum (``cluster.controller_quorum``;
+#: kept apart so that the resolved scenario of every other run, which its trace header
+#: records, is unchanged).
+QUORUM_FORBID: Final = ("metadata_divergence", "uncommitted_metadata_applied")

@@ -5,9 +5,10 @@ what a trace shows in one order:
 
 1. *What happened to the data*, as a word and a phrase: ``LOST 500 acknowledged writes on
    orders-0``. The word follows the data alone, most serious first: ``LOST`` (an
-   acknowledged write or a committed offset is gone), ``DIVERGED`` (replicas disagree below
-   their HWs), ``UNSAFE`` (a read of what was not committed, a replica outside its
-   assignment), ``STUCK`` (a partition did not converge), ``ANOMALOUS`` (client-visible
+   acknowledged write or a committed offset is gone), ``DIVERGED`` (replicas, or the controller
+   quorum's voters, disagree below their HWs), ``UNSAFE`` (a read of what was not
+   committed, a replica outside its assignment, a controller acting on metadata not yet
+   committed), ``STUCK`` (a partition did not converge), ``ANOMALOUS`` (client-visible
    order: duplicates, reordered sends, skipped or repeated polls), ``SAFE``. A loss is
    LOST and red even when the scenario exists to show it.
 2. *Whether the scenario expected it*, beside the word: ``expected: this scenario
@@ -33,8 +34,9 @@ from traces.schema import ANOMALIES, DEFAULT_FORBID, POSSIBLE_LOSS
 #: the words, most serious first, and the anomalies that choose each
 WORDS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("LOST", ("lost_acked_write", "lost_committed_offset", "lost_acked_uncommitted")),
-    ("DIVERGED", ("log_divergence",)),
-    ("UNSAFE", ("hw_regression_visible", "read_uncommitted", "outside_assignment")),
+    ("DIVERGED", ("log_divergence", "metadata_divergence")),
+    ("UNSAFE", ("hw_regression_visible", "read_uncommitted", "outside_assignment",
+                "uncommitted_metadata_applied")),
     ("STUCK", ("no_convergence",)),
     ("ANOMALOUS", ("duplicate", "nonmonotonic_send", "poll_skip", "nonmonotonic_poll")),
 )
@@ -74,6 +76,10 @@ _PHRASES: Final = {
     "leader_epoch_regression": ("leader epoch that went backwards",
                                 "leader epochs that went backwards"),
     "nonmonotonic_poll": ("poll that stepped back", "polls that stepped back"),
+    "metadata_divergence": ("metadata offset where voters committed different entries",
+                            "metadata offsets where voters committed different entries"),
+    "uncommitted_metadata_applied": ("metadata replay above the quorum's high watermark",
+                                     "metadata replays above the quorum's high watermark"),
 }
 
 SAFE_PHRASE: Final = "no write lost, no safety anomaly"
