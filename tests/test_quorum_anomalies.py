@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from spark.tracebuild import Trace, scenario
+from spark.tracebuild import Trace, append, applied, diverged_quorum, hw, quorum_trace, truncate
 
 from emulator.cluster import run
 from emulator.scenario import ScenarioError, load
@@ -26,36 +26,6 @@ from tests.helpers import catalog_trace
 from traces.checker import check_events
 from traces.explain import explain
 from traces.writer import TraceWriter
-
-
-def quorum_trace(name: str = "quorum") -> Trace:
-    sc = scenario(name=name)
-    sc["cluster"] = {"controller_quorum": 3}
-    sc["expect"] = {"anomalies": [], "forbid": ["metadata_divergence",
-                                                "uncommitted_metadata_applied"]}
-    return Trace(sc)
-
-
-def append(t: Trace, voter: int, epoch: int, first: int, last: int,
-           role: str = "follower") -> Trace:
-    return t.emit("raft_append", node=f"controller-{voter}", actor="controller", voter=voter,
-                  epoch=epoch, first=first, last=last, role=role,
-                  records=["PartitionRecord"] * (last - first + 1))
-
-
-def hw(t: Trace, voter: int, value: int, epoch: int = 1) -> Trace:
-    return t.emit("raft_hw", node=f"controller-{voter}", actor="controller", voter=voter,
-                  hw=value, leo=value, epoch=epoch)
-
-
-def applied(t: Trace, voter: int, first: int, offset: int) -> Trace:
-    return t.emit("metadata_apply", node=f"controller-{voter}", actor="controller",
-                  voter=voter, first=first, offset=offset)
-
-
-def truncate(t: Trace, voter: int, offset: int, old: int) -> Trace:
-    return t.emit("raft_truncate", node=f"controller-{voter}", actor="controller",
-                  voter=voter, offset=offset, old=old, epoch=2)
 
 
 def healthy_quorum() -> Trace:
@@ -73,22 +43,6 @@ def healthy_quorum() -> Trace:
     append(t, 3, 1, 0, 2)
     hw(t, 3, 3)
     applied(t, 3, 0, 2)
-    return t
-
-
-def diverged_quorum() -> Trace:
-    """Voters 1 and 2 commit offsets 0..2 in epoch 1; voter 3 later holds epoch 2's entries
-    at 1..2 and its HW passes them: two offsets diverge. Voter 3 also replays offset 3,
-    above the quorum's HW (3)."""
-    t = quorum_trace("diverged-quorum")
-    append(t, 1, 1, 0, 2, "leader")
-    append(t, 2, 1, 0, 2)
-    hw(t, 1, 3)
-    hw(t, 2, 3)
-    append(t, 3, 1, 0, 0)
-    append(t, 3, 2, 1, 3, "leader")
-    hw(t, 3, 3, epoch=2)
-    applied(t, 3, 0, 3)
     return t
 
 
