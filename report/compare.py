@@ -20,6 +20,7 @@ from typing import Any
 from report.markup import Html, badge, esc, page, table
 from traces.explain import RULES, explain
 from traces.reader import TraceError
+from traces.verdict import DURATIONS
 
 
 class CompareReportError(Exception):
@@ -54,7 +55,8 @@ def compare_report(folder: Path, result_file: str) -> tuple[str, str]:
         given = row.get("anomalies")
         counts: dict[str, Any] = given if isinstance(given, dict) else {}
         found = any(counts.get(c) for c in columns)
-        rows.append([label, *[f"{counts.get(c, 0):,}" for c in columns], row.get("why") or ""])
+        rows.append([label, *[_cell(c, counts.get(c, 0)) for c in columns],
+                     row.get("why") or ""])
         classes.append("bad" if found else "")
         traces = [t for t in row.get("traces") or [] if isinstance(t, str)]
         if found and traces and not isinstance(doc.get("chains"), list):
@@ -118,3 +120,10 @@ def _shared_chain(group: dict[str, Any]) -> Html:
                 f" ×{esc(c.get('count'))} — <b>rule</b> <code>{esc(c.get('rule'))}</code>: "
                 f"{esc(c.get('what'))}<br><b>changed by</b> {esc(c.get('fix'))}</p>"
                 f'<ol class="steps">{steps}</ol></div>')
+
+
+def _cell(anomaly: str, count: Any) -> str:
+    """A count as ``compare`` prints it: durations (milliseconds) in seconds."""
+    if not isinstance(count, int | float):
+        return str(count)
+    return f"{count / 1000:,.1f} s" if anomaly in DURATIONS else f"{count:,}"
