@@ -26,7 +26,7 @@ FIRST_DETECTION = {
     "s1-kip101-hw-truncation": 1,
     "s2-kip101-power-loss-divergence": 3,
     "s4-kafka7128-stale-hw-isr-expand": 71,
-    "s5-kip497-maximal-isr-race": 6,
+    "s5-kip497-maximal-isr-race": 26,
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 11,
