@@ -11,6 +11,10 @@ Rules (docs/stack-notes.md, sections 4.1-4.2, measured on pyspark 4.3):
   checks off (``ARROW_JVM_OPTIONS``), and the driver's planning code kept out of C2
   (``C1_ONLY_CODE``).
 * ``--master local[...]`` → that master with the same profile.
+* a local session for small inputs (``input_bytes`` at most ``SMALL_INPUT_BYTES``: ``isrlab
+  analyze`` of one trace, ``make demo``) → the same profile with ``SMALL_INPUT``: the JVM
+  options of the test suite (``QUICK_JVM_OPTIONS``) and small Tungsten pages, measured on
+  ``make demo``'s trace (``SMALL_INPUT``'s note).
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
   this machine: the cluster's defaults and spark-submit flags decide.
@@ -156,8 +160,49 @@ CODEGEN_CACHE_ENTRIES: Final = 1000
 STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
 
-def local_profile(cores: int | None = None) -> dict[str, str]:
-    """Settings for a small local machine (docs/stack-notes.md, section 4.1)."""
+#: Inputs of at most this many bytes (the local files an analysis reads) get ``SMALL_INPUT``
+#: in a local session. ``make demo``'s trace is 4.5 MB; a trace of the bench's campaign
+#: (about 600k events) is about 125 MB and keeps the large-input profile, as do URIs (their
+#: size is not known before the session starts).
+SMALL_INPUT_BYTES: Final = 64 << 20
+
+#: The local profile's changes for small inputs, each with its measured reason (2026-11-29,
+#: ``isrlab analyze`` of ``make demo``'s trace, 21,933 lines, 4.5 MB, ``--out``: each
+#: configuration in a fresh process, JVM start included, CPU = Python's rusage + the driver
+#: JVM and its descendants from ``/proc``; ``bench/analyze.py`` measures the result):
+#:
+#: * ``spark.driver.extraJavaOptions`` = ``QUICK_JVM_OPTIONS`` (the C1-only JIT, the serial
+#:   collector): on so small an input the run is start-up, planning and code generation, and
+#:   the default JVM spent 27.8 s of its ~75 CPU s in C2's compiler threads compiling Spark's
+#:   classes for a run that ends before the code pays back, and 10 s in the parallel
+#:   collector's threads. 71.3 and 71.7 CPU s with the large-input options against 48.3 and
+#:   47.8 with these (one round each way alternating, twice: -33 %; wall 87.6-129.9 s
+#:   against 56.9-69.7 s on a loaded machine). C2's compiled code matters on a large input
+#:   (the 10M-event bench's passes), so it stays there.
+#: * ``spark.buffer.pageSize`` = 2 MiB (Spark's default on this heap is 64 MiB: a
+#:   seventh-and-a-bit of the heap per core, capped): every hash aggregate and sort task
+#:   takes a whole page at its first row, so each of the analysis' few hundred small tasks
+#:   allocated 64 MiB on the heap; the serial collector then ran 45 pauses, 6 of them full,
+#:   and the heap grew to 3 GiB (1.3 GiB still live after a full GC, the allocator's pooled
+#:   pages). With 2 MiB pages: 79 short young pauses, heap at most 465 MiB, the collector's
+#:   thread 1.8 s instead of 3.4-3.9 s, 41.4 CPU s against 45-46 (a record larger than a page
+#:   gets a page of its own size: results do not depend on it).
+SMALL_INPUT: Final = {
+    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+    "spark.buffer.pageSize": "2m",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
+def small_input(input_bytes: int | None) -> bool:
+    """Whether a local session for ``input_bytes`` (None: not known) takes ``SMALL_INPUT``."""
+    return input_bytes is not None and 0 <= input_bytes <= SMALL_INPUT_BYTES
+
+
+def local_profile(cores: int | None = None, *, small: bool = False) -> dict[str, str]:
+    """Settings for a small local machine (docs/stack-notes.md, section 4.1); ``small``: for a
+    small input too (``SMALL_INPUT``)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
     return {
         "spark.sql.shuffle.partitions": str(2 * n),
@@ -178,6 +223,7 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         # generated classes kept for a whole analysis and the next (see CODEGEN_CACHE_ENTRIES)
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         **STABLE_CODE,
+        **(SMALL_INPUT if small else {}),
     }
 
 
@@ -224,8 +270,11 @@ def build_session(
     *,
     app_name: str = APP_NAME,
     conf: Mapping[str, str] | None = None,
+    input_bytes: int | None = None,
 ) -> SparkSession:
-    """A SparkSession for ``master`` (see the module doc for what each form means)."""
+    """A SparkSession for ``master`` (see the module doc for what each form means).
+    ``input_bytes``: the size of the local files the session is for, when known (a local
+    session for at most ``SMALL_INPUT_BYTES`` takes ``SMALL_INPUT``)."""
     extra = dict(conf or {})
     active = SparkSession.getActiveSession()
     if master is None and active is not None:
@@ -242,7 +291,7 @@ def build_session(
         settings = {"spark.sql.session.timeZone": "UTC", **STABLE_CODE}
     else:
         builder = builder.master(master or "local[*]")
-        settings = local_profile()
+        settings = local_profile(small=small_input(input_bytes))
         local = True
         # the Python workers (the native scan) run this interpreter, with its packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -365,11 +414,12 @@ def master_problem(master: str | None) -> str | None:
     return f"--master {master}: {unreachable}" if unreachable else None
 
 
-def open_session(master: str | None) -> SparkSession | str:
+def open_session(master: str | None, input_bytes: int | None = None) -> SparkSession | str:
     """The session for ``--master``, or the one line saying why the master refused it (a
-    local session that cannot start is a defect: its error propagates)."""
+    local session that cannot start is a defect: its error propagates). ``input_bytes``: as
+    for ``build_session``."""
     try:
-        return build_session(master)
+        return build_session(master, input_bytes=input_bytes)
     except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
         if master is None or master.startswith("local"):
             raise
