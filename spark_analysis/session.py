@@ -29,8 +29,9 @@ cache as for a non-tiered VM: 48 MiB instead of 240. Spark generates and loads c
 every query plan, so a long session fills 48 MiB; HotSpot then disables the compiler and,
 at the next adapter it needs, throws ``VirtualMachineError: Out of space in CodeCache for
 adapters``, which kills the session. ``QUICK_JVM_OPTIONS`` therefore sizes the cache
-explicitly. ``isrlab analyze``'s own session keeps the JVM's tiered default (240 MiB,
-segmented); ``code_cache`` reads the live figures so the bench can report the margin.
+explicitly (so does ``SMALL_INPUT``, which takes them). ``isrlab analyze``'s session for a
+large input keeps the JVM's tiered default (240 MiB, segmented); ``code_cache`` reads the
+live figures so the bench can report the margin.
 
 The analysis code uses DataFrames only — no RDDs, no ``sparkContext`` outside the guarded
 ``setLogLevel`` — so it runs unchanged under Connect.
@@ -169,24 +170,35 @@ SMALL_INPUT_BYTES: Final = 64 << 20
 #: The local profile's changes for small inputs, each with its measured reason (2026-11-29,
 #: ``isrlab analyze`` of ``make demo``'s trace, 21,933 lines, 4.5 MB, ``--out``: each
 #: configuration in a fresh process, JVM start included, CPU = Python's rusage + the driver
-#: JVM and its descendants from ``/proc``; ``bench/analyze.py`` measures the result):
+#: JVM and its descendants from ``/proc``; the machine shared, so CPU is the figure to
+#: trust; ``bench/analyze.py`` measures the whole):
 #:
 #: * ``spark.driver.extraJavaOptions`` = ``QUICK_JVM_OPTIONS`` (the C1-only JIT, the serial
 #:   collector): on so small an input the run is start-up, planning and code generation, and
-#:   the default JVM spent 27.8 s of its ~75 CPU s in C2's compiler threads compiling Spark's
-#:   classes for a run that ends before the code pays back, and 10 s in the parallel
-#:   collector's threads. 71.3 and 71.7 CPU s with the large-input options against 48.3 and
-#:   47.8 with these (one round each way alternating, twice: -33 %; wall 87.6-129.9 s
-#:   against 56.9-69.7 s on a loaded machine). C2's compiled code matters on a large input
-#:   (the 10M-event bench's passes), so it stays there.
-#: * ``spark.buffer.pageSize`` = 2 MiB (Spark's default on this heap is 64 MiB: a
-#:   seventh-and-a-bit of the heap per core, capped): every hash aggregate and sort task
-#:   takes a whole page at its first row, so each of the analysis' few hundred small tasks
-#:   allocated 64 MiB on the heap; the serial collector then ran 45 pauses, 6 of them full,
-#:   and the heap grew to 3 GiB (1.3 GiB still live after a full GC, the allocator's pooled
-#:   pages). With 2 MiB pages: 79 short young pauses, heap at most 465 MiB, the collector's
-#:   thread 1.8 s instead of 3.4-3.9 s, 41.4 CPU s against 45-46 (a record larger than a page
-#:   gets a page of its own size: results do not depend on it).
+#:   the large-input JVM spent about a third of its CPU in C2's compiler threads (27.8 s of
+#:   ~75, compiling Spark's classes for a run that ends before the code pays back) and 10 s
+#:   in the parallel collector's threads. 71.3 and 71.7 CPU s with the large-input options
+#:   against 48.3 and 47.8 with these (alternating, two rounds: -33 %; wall 87.6-129.9 s
+#:   against 56.9-69.7 s on a loaded machine). C2's code matters on a large input (the
+#:   10M-event bench's passes), so it stays there.
+#: * ``spark.buffer.pageSize`` = 2 MiB. Spark's default is the execution memory over the
+#:   cores and 16, a power of two, at most 64 MiB: 64 MiB on this heap, and every hash
+#:   aggregate and sort task takes a page at its first row, so the analysis' few hundred
+#:   small tasks allocated 64 MiB each: 45 collector pauses, 6 of them full, the heap grown
+#:   to 3 GiB. With 2 MiB pages: short young pauses only, the heap at most 465 MiB, the
+#:   collector's thread 1.8 s instead of 3.4-3.9 s; 41.4, 41.2 and 38.9 CPU s against 45.0,
+#:   46.3 and 43.3 (-5 to -10 %; a record larger than a page gets a page of its size, so
+#:   no result depends on it).
+#: * ``spark.sql.codegen.wholeStage`` = false and ``spark.sql.codegen.factoryMode`` =
+#:   ``NO_CODEGEN``: expressions and operators interpreted, nothing compiled by Janino (then
+#:   by the JIT) — about 480 pieces of generated code per analysis, each compiled once for a
+#:   few thousand rows. 35.9 and 35.8 CPU s against 41.2 and 38.9 with the two above alone
+#:   (-12 %; whole-stage code generation off alone: 40.7 and 39.3, nothing gained, as the
+#:   expressions were still compiled). ``factoryMode`` is an internal setting (Spark's
+#:   ``SQLConf``: "only for the internal usage"; its own tests run every expression both
+#:   ways with it): the outputs were compared — the same ``--json`` and the same rows,
+#:   schemas, Spark row metadata and file counts in every Parquet view, on the demo's trace
+#:   and on the 31 traces of ``tests/regressions`` in one analysis.
 SMALL_INPUT: Final = {
     "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
     "spark.buffer.pageSize": "2m",
