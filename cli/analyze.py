@@ -222,8 +222,20 @@ def _holding_out(args: argparse.Namespace) -> Iterator[Callable[[int], None]]:
         yield finish
 
 
+def _input_bytes(paths: list[str]) -> int | None:
+    """The bytes of the local files ``paths`` name (a URI's are not known here: None), for
+    the session's small-input profile (``session.SMALL_INPUT``)."""
+    try:
+        files = expand_paths(paths)
+        if any("://" in f for f in files):
+            return None
+        return sum(os.stat(f).st_size for f in files)
+    except (TraceInputError, OSError):
+        return None
+
+
 def _analyze(args: argparse.Namespace) -> int:
-    spark = open_session(args.master)
+    spark = open_session(args.master, _input_bytes(args.paths))
     if isinstance(spark, str):
         print(f"isrlab analyze: {spark}", file=sys.stderr)
         return 2

@@ -11,6 +11,10 @@ Rules (docs/stack-notes.md, sections 4.1-4.2, measured on pyspark 4.3):
   checks off (``ARROW_JVM_OPTIONS``), and the driver's planning code kept out of C2
   (``C1_ONLY_CODE``).
 * ``--master local[...]`` → that master with the same profile.
+* a local session for small inputs (``input_bytes`` at most ``SMALL_INPUT_BYTES``: ``isrlab
+  analyze`` of one trace, ``make demo``) → the same profile with ``SMALL_INPUT``: the JVM
+  options of the test suite (``QUICK_JVM_OPTIONS``) and small Tungsten pages, measured on
+  ``make demo``'s trace (``SMALL_INPUT``'s note).
 * ``--master sc://host:port`` → Spark Connect via ``builder.remote``; nothing local is set.
 * any other URL (``spark://``, ``yarn``, ``k8s://``) → ``.master(URL)`` and nothing sized for
   this machine: the cluster's defaults and spark-submit flags decide.
@@ -25,8 +29,9 @@ cache as for a non-tiered VM: 48 MiB instead of 240. Spark generates and loads c
 every query plan, so a long session fills 48 MiB; HotSpot then disables the compiler and,
 at the next adapter it needs, throws ``VirtualMachineError: Out of space in CodeCache for
 adapters``, which kills the session. ``QUICK_JVM_OPTIONS`` therefore sizes the cache
-explicitly. ``isrlab analyze``'s own session keeps the JVM's tiered default (240 MiB,
-segmented); ``code_cache`` reads the live figures so the bench can report the margin.
+explicitly (so does ``SMALL_INPUT``, which takes them). ``isrlab analyze``'s session for a
+large input keeps the JVM's tiered default (240 MiB, segmented); ``code_cache`` reads the
+live figures so the bench can report the margin.
 
 The analysis code uses DataFrames only — no RDDs, no ``sparkContext`` outside the guarded
 ``setLogLevel`` — so it runs unchanged under Connect.
@@ -156,8 +161,60 @@ CODEGEN_CACHE_ENTRIES: Final = 1000
 STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
 
-def local_profile(cores: int | None = None) -> dict[str, str]:
-    """Settings for a small local machine (docs/stack-notes.md, section 4.1)."""
+#: Inputs of at most this many bytes (the local files an analysis reads) get ``SMALL_INPUT``
+#: in a local session. ``make demo``'s trace is 4.5 MB; a trace of the bench's campaign
+#: (about 600k events) is about 125 MB and keeps the large-input profile, as do URIs (their
+#: size is not known before the session starts).
+SMALL_INPUT_BYTES: Final = 64 << 20
+
+#: The local profile's changes for small inputs, each with its measured reason (2026-11-29,
+#: ``isrlab analyze`` of ``make demo``'s trace, 21,933 lines, 4.5 MB, ``--out``: each
+#: configuration in a fresh process, JVM start included, CPU = Python's rusage + the driver
+#: JVM and its descendants from ``/proc``; the machine shared, so CPU is the figure to
+#: trust; ``bench/analyze.py`` measures the whole):
+#:
+#: * ``spark.driver.extraJavaOptions`` = ``QUICK_JVM_OPTIONS`` (the C1-only JIT, the serial
+#:   collector): on so small an input the run is start-up, planning and code generation, and
+#:   the large-input JVM spent about a third of its CPU in C2's compiler threads (27.8 s of
+#:   ~75, compiling Spark's classes for a run that ends before the code pays back) and 10 s
+#:   in the parallel collector's threads. 71.3 and 71.7 CPU s with the large-input options
+#:   against 48.3 and 47.8 with these (alternating, two rounds: -33 %; wall 87.6-129.9 s
+#:   against 56.9-69.7 s on a loaded machine). C2's code matters on a large input (the
+#:   10M-event bench's passes), so it stays there.
+#: * ``spark.buffer.pageSize`` = 2 MiB. Spark's default is the execution memory over the
+#:   cores and 16, a power of two, at most 64 MiB: 64 MiB on this heap, and every hash
+#:   aggregate and sort task takes a page at its first row, so the analysis' few hundred
+#:   small tasks allocated 64 MiB each: 45 collector pauses, 6 of them full, the heap grown
+#:   to 3 GiB. With 2 MiB pages: short young pauses only, the heap at most 465 MiB, the
+#:   collector's thread 1.8 s instead of 3.4-3.9 s; 41.4, 41.2 and 38.9 CPU s against 45.0,
+#:   46.3 and 43.3 (-5 to -10 %; a record larger than a page gets a page of its size, so
+#:   no result depends on it).
+#: * ``spark.sql.codegen.wholeStage`` = false and ``spark.sql.codegen.factoryMode`` =
+#:   ``NO_CODEGEN``: expressions and operators interpreted, nothing compiled by Janino (then
+#:   by the JIT) — about 480 pieces of generated code per analysis, each compiled once for a
+#:   few thousand rows. 35.9 and 35.8 CPU s against 41.2 and 38.9 with the two above alone
+#:   (-12 %; whole-stage code generation off alone: 40.7 and 39.3, nothing gained, as the
+#:   expressions were still compiled). ``factoryMode`` is an internal setting (Spark's
+#:   ``SQLConf``: "only for the internal usage"; its own tests run every expression both
+#:   ways with it): the outputs were compared — the same ``--json`` and the same rows,
+#:   schemas, Spark row metadata and file counts in every Parquet view, on the demo's trace
+#:   and on the 31 traces of ``tests/regressions`` in one analysis.
+SMALL_INPUT: Final = {
+    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+    "spark.buffer.pageSize": "2m",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
+def small_input(input_bytes: int | None) -> bool:
+    """Whether a local session for ``input_bytes`` (None: not known) takes ``SMALL_INPUT``."""
+    return input_bytes is not None and 0 <= input_bytes <= SMALL_INPUT_BYTES
+
+
+def local_profile(cores: int | None = None, *, small: bool = False) -> dict[str, str]:
+    """Settings for a small local machine (docs/stack-notes.md, section 4.1); ``small``: for a
+    small input too (``SMALL_INPUT``)."""
     n = cores if cores is not None else (os.cpu_count() or 2)
     return {
         "spark.sql.shuffle.partitions": str(2 * n),
@@ -178,6 +235,7 @@ def local_profile(cores: int | None = None) -> dict[str, str]:
         # generated classes kept for a whole analysis and the next (see CODEGEN_CACHE_ENTRIES)
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         **STABLE_CODE,
+        **(SMALL_INPUT if small else {}),
     }
 
 
@@ -224,8 +282,11 @@ def build_session(
     *,
     app_name: str = APP_NAME,
     conf: Mapping[str, str] | None = None,
+    input_bytes: int | None = None,
 ) -> SparkSession:
-    """A SparkSession for ``master`` (see the module doc for what each form means)."""
+    """A SparkSession for ``master`` (see the module doc for what each form means).
+    ``input_bytes``: the size of the local files the session is for, when known (a local
+    session for at most ``SMALL_INPUT_BYTES`` takes ``SMALL_INPUT``)."""
     extra = dict(conf or {})
     active = SparkSession.getActiveSession()
     if master is None and active is not None:
@@ -242,7 +303,7 @@ def build_session(
         settings = {"spark.sql.session.timeZone": "UTC", **STABLE_CODE}
     else:
         builder = builder.master(master or "local[*]")
-        settings = local_profile()
+        settings = local_profile(small=small_input(input_bytes))
         local = True
         # the Python workers (the native scan) run this interpreter, with its packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -365,11 +426,12 @@ def master_problem(master: str | None) -> str | None:
     return f"--master {master}: {unreachable}" if unreachable else None
 
 
-def open_session(master: str | None) -> SparkSession | str:
+def open_session(master: str | None, input_bytes: int | None = None) -> SparkSession | str:
     """The session for ``--master``, or the one line saying why the master refused it (a
-    local session that cannot start is a defect: its error propagates)."""
+    local session that cannot start is a defect: its error propagates). ``input_bytes``: as
+    for ``build_session``."""
     try:
-        return build_session(master)
+        return build_session(master, input_bytes=input_bytes)
     except Exception as exc:  # py4j / Spark Connect errors: the master refused the session
         if master is None or master.startswith("local"):
             raise

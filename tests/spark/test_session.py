@@ -264,3 +264,40 @@ def test_the_driver_reads_the_scans_arrow_batches_without_per_access_checks(
     jvm = spark.sparkContext._jvm  # noqa: SLF001
     assert jvm.org.apache.arrow.memory.BoundsChecking.BOUNDS_CHECKING_ENABLED is False
     assert jvm.org.apache.arrow.vector.NullCheckingForGet.NULL_CHECKING_ENABLED is False
+
+
+def test_a_local_session_for_a_small_input_runs_the_quick_jvm_without_generated_code() -> None:
+    """``isrlab analyze`` of one small trace (``make demo``'s, 4.5 MB) is start-up and
+    planning, not rows: its local session takes ``SMALL_INPUT`` — the test suite's C1-only,
+    serial-GC JVM, 2 MiB Tungsten pages, expressions interpreted rather than compiled — and
+    a large input, or one whose size is unknown (a URI), keeps the large-input profile."""
+    from spark_analysis.session import (
+        LOCAL_JVM_OPTIONS,
+        QUICK_JVM_OPTIONS,
+        SMALL_INPUT_BYTES,
+        local_profile,
+        small_input,
+    )
+    small, large = local_profile(2, small=True), local_profile(2)
+    assert small["spark.driver.extraJavaOptions"] == QUICK_JVM_OPTIONS
+    assert large["spark.driver.extraJavaOptions"] == LOCAL_JVM_OPTIONS
+    assert small["spark.buffer.pageSize"] == "2m" and "spark.buffer.pageSize" not in large
+    assert small["spark.sql.codegen.wholeStage"] == "false"
+    assert small["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+    assert {k: v for k, v in small.items() if k in large and large[k] != v} == {
+        "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS}
+    assert small_input(4_569_440) and small_input(SMALL_INPUT_BYTES)
+    assert not small_input(SMALL_INPUT_BYTES + 1) and not small_input(None)
+
+
+def test_analyze_sizes_its_local_inputs_and_leaves_a_uri_unsized(tmp_path: Path) -> None:
+    """The size ``isrlab analyze`` hands the session: the bytes of the trace files its paths
+    name (folders searched as the load searches them); any URI makes it unknown."""
+    from cli.analyze import _input_bytes
+    (tmp_path / "a.jsonl").write_bytes(b"x" * 10)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.jsonl.gz").write_bytes(b"y" * 7)
+    (tmp_path / "notes.txt").write_bytes(b"z" * 100)
+    assert _input_bytes([str(tmp_path)]) == 17
+    assert _input_bytes([str(tmp_path / "a.jsonl")]) == 10
+    assert _input_bytes([str(tmp_path / "a.jsonl"), "hdfs://nn/traces/"]) is None
