@@ -165,10 +165,12 @@ class Broker(Machine):
     def on_metadata(self, partitions: list[tuple[str, int]], brokers: bool) -> None:
         """The observer applied committed records: publish what changed to the replicas,
         as the controller's PartitionState / BrokerStates did. Nothing before this broker
-        has applied its own registration record (3.7.0 ``BrokerServer`` installs the
-        metadata publishers after ``BrokerLifecycleManager``'s initial catch-up: the
-        heartbeat's ``currentMetadataOffset`` reached the registration record's offset);
-        then the whole image at once."""
+        has applied its own registration record, then the whole image at once: 3.7.0
+        ``BrokerServer.startup`` waits for the initial catch-up (the controller's
+        ``isCaughtUp``: the heartbeat's ``currentMetadataOffset`` reached the registration
+        record's offset, ``ReplicationControlManager.processBrokerHeartbeat``) and for the
+        first publish, which ``MetadataLoader`` makes once it has read up to the high
+        watermark it found (docs/fidelity.md: isrlab gates on the first condition only)."""
         if not self._caught_up:
             self._maybe_caught_up()
             return
