@@ -27,9 +27,11 @@ One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenari
   at once and reverts to the last committed snapshot when it loses the leadership
   (``SnapshotRegistry.revertToSnapshot`` in ``renounce``). What one operation changed
   becomes one batch of metadata records (``schedule_append``, ``appendRecords``); the
-  operation's sends (answers, partition states to the brokers) and trace events wait in a
-  purgatory until the batch commits (``ControllerPurgatory``, keyed by offset): a change
-  *takes effect* only once committed. An operation that wrote nothing answers once
+  operation's sends (answers to the brokers; the partition and broker states today's
+  ``Controller`` pushes are dropped: brokers read them from the log through their
+  :class:`MetadataObserver`) and trace events wait in a purgatory until the batch
+  commits (``ControllerPurgatory``, keyed by offset): a change *takes effect* only once
+  committed. An operation that wrote nothing answers once
   everything appended before it is committed (it may have read it). Losing the leadership
   drops the purgatory (the brokers retry against the new active controller, as Kafka's
   NOT_CONTROLLER path does).
@@ -39,7 +41,8 @@ One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenari
 
 The trace: ``raft_transition`` (node, from, to, epoch, leader), ``raft_vote`` (a voter's
 answer: candidate, epoch, granted), ``raft_hw`` (node, hw: on change), ``metadata_apply``
-(node, first, offset: the committed records a controller replayed). A batch's ``Trace``
+(node, first, offset: the committed records a controller replayed, or a broker's
+:class:`MetadataObserver` applied, with ``observer``: true). A batch's ``Trace``
 record is emitted by the first controller of the run to replay it (the shared
 :class:`QuorumView`, which is also the runtime's view of the committed metadata).
 """
