@@ -12,6 +12,12 @@ One per broker node, beside the broker's partition replicas. It does what Kafka'
   dropping those from a stale controller epoch; a state that newly lists this broker goes to
   the replica manager, which creates the replica, and one that no longer lists it is
   followed by a StopReplica that deletes it (a reassignment);
+* with a controller quorum (``cluster.controller_quorum``), reads the metadata from the
+  log instead: its :class:`~actors.quorum_controller.MetadataObserver` (a Raft observer,
+  actor ``raft`` of the same node) applies the committed records and hands the changes to
+  the same handling as above, and names the quorum leader it fetches from, which is the
+  controller the broker's heartbeats, registration and AlterPartition go to; heartbeats
+  carry the offset of the last record applied;
 * answers clients' Metadata requests (the leaders of ``__consumer_offsets`` partitions
   too: a client finds its group's coordinator there, as FindCoordinator answers);
 * **controlled shutdown** (``controlled.shutdown.enable``): asked to stop, it asks the
@@ -48,6 +54,7 @@ from actors.messages import (
     Tick,
     metadata_view_crc,
 )
+from actors.quorum_controller import MetadataObserver
 from actors.quorum_messages import NotController
 
 CONTROLLER: Address = ("controller", "controller")
@@ -57,7 +64,8 @@ class Broker(Machine):
     def __init__(self, node: str, broker_id: int, disk: BrokerDisk, *, incarnation: int,
                  hosted: tuple[tuple[str, int], ...] | list[tuple[str, int]],
                  heartbeat_interval_ms: int, heartbeat_timeout_ms: int = 4500,
-                 registration_retry_ms: int = 1000, controllers: tuple[str, ...] = ()) -> None:
+                 registration_retry_ms: int = 1000, controllers: tuple[str, ...] = (),
+                 observer: MetadataObserver | None = None) -> None:
         super().__init__(node, "broker")
         self.broker_id = broker_id
         self.disk = disk
@@ -90,6 +98,15 @@ class Broker(Machine):
         #: without one, the single controller
         self.controllers = controllers
         self.controller_node = controllers[0] if controllers else CONTROLLER[0]
+        #: with a quorum: the broker's Raft observer of the metadata log (same task). The
+        #: broker then sends to the leader it knows (once it knows one) and acts on the
+        #: committed metadata it applies, once caught up with its own registration
+        self.observer = observer
+        self._leader_known = False
+        self._caught_up = False
+        if observer is not None:
+            self.adopt(observer)
+            observer.host = self
 
     @property
     def controller(self) -> Address:
@@ -102,11 +119,12 @@ class Broker(Machine):
                       reason=reason)
 
     def _next_controller(self, leader_id: int = -1, reason: str = "timeout") -> None:
-        """Fail over to the controller named (a NotController answer), else the next one
-        (a request that timed out): ``RaftControllerNodeProvider`` learns the leader from
-        the quorum; isrlab's broker learns it from the controllers' answers and from the
-        committed states the active one sends."""
-        if not self.controllers:
+        """Without an observer: fail over to the controller named (a NotController answer),
+        else the next one (a request that timed out). With one, the controller is the Raft
+        leader the observer knows (:meth:`on_raft_leader`), as 3.7.0
+        ``RaftControllerNodeProvider.getControllerInfo`` answers ``leaderAndEpoch``: a
+        NOT_CONTROLLER answer or a timeout only makes the request go again."""
+        if not self.controllers or self.observer is not None:
             return
         named = f"controller-{leader_id}"
         if leader_id >= 0 and named in self.controllers:
@@ -121,9 +139,74 @@ class Broker(Machine):
 
     def _register(self) -> None:
         self._registering += 1
-        self.send(self.controller, BrokerRegistration(self.broker_id, self.incarnation,
-                                                 self.clean_shutdown))
+        if self.observer is None or self._leader_known:
+            # with an observer, not before the quorum's leader is known (the channel to
+            # the controller has no node to send to yet)
+            self.send(self.controller, BrokerRegistration(self.broker_id, self.incarnation,
+                                                     self.clean_shutdown))
         self.timer(self.registration_retry_ms, Tick("register_retry", self._registering, 0))
+
+    # -- the metadata log (with a controller quorum) ---------------------------------------
+    def on_raft_leader(self, node: str) -> None:
+        """The observer learnt a new quorum leader: the controller from now on. A broker not
+        registered yet registers with it at once."""
+        if node not in self.controllers:
+            return
+        first = not self._leader_known
+        self._leader_known = True
+        if node != self.controller_node:
+            self._follow(node, "raft_leader")
+            self._heartbeat_unanswered_us = -1
+        elif not first:
+            return
+        if self.broker_epoch < 0:
+            self._register()
+
+    def on_metadata(self, partitions: list[tuple[str, int]], brokers: bool) -> None:
+        """The observer applied committed records: publish what changed to the replicas,
+        as the controller's PartitionState / BrokerStates did. Nothing before this broker
+        has applied its own registration record, then the whole image at once: 3.7.0
+        ``BrokerServer.startup`` waits for the initial catch-up (the controller's
+        ``isCaughtUp``: the heartbeat's ``currentMetadataOffset`` reached the registration
+        record's offset, ``ReplicationControlManager.processBrokerHeartbeat``) and for the
+        first publish, which ``MetadataLoader`` makes once it has read up to the high
+        watermark it found (docs/fidelity.md: isrlab gates on the first condition only)."""
+        if not self._caught_up:
+            self._maybe_caught_up()
+            return
+        if brokers:
+            self._on_broker_states(self._image_broker_states())
+        for key in partitions:
+            self._publish_image(key)
+
+    def _maybe_caught_up(self) -> None:
+        obs = self.observer
+        if obs is None or self._caught_up or self.broker_epoch < 0:
+            return
+        rec = obs.image.brokers.get(self.broker_id)
+        if rec is None or rec.epoch != self.broker_epoch:
+            return
+        self._caught_up = True
+        self._on_broker_states(self._image_broker_states())
+        for key in sorted(obs.image.partitions):
+            if obs.image.partitions[key].partition_epoch >= 0:   # decided by a controller
+                self._publish_image(key)
+
+    def _image_broker_states(self) -> BrokerStates:
+        assert self.observer is not None
+        image = self.observer.image
+        return BrokerStates(image.controller_epoch, tuple(
+            (b, r.epoch, r.fenced) for b, r in sorted(image.brokers.items())))
+
+    def _publish_image(self, key: tuple[str, int]) -> None:
+        assert self.observer is not None
+        image = self.observer.image
+        p = image.partitions.get(key)
+        if p is not None:
+            self._on_partition_state(PartitionState(
+                image.controller_epoch, p.topic, p.partition, p.replicas, p.leader,
+                p.leader_epoch, p.isr, p.elr, p.partition_epoch, p.recovering, p.adding,
+                p.removing))
 
     def _await_controller(self) -> None:
         """Before a heartbeat or registration: if the controller has left one unanswered
@@ -164,37 +247,9 @@ class Broker(Machine):
             # state; the view checksum in the first heartbeat brings everything back.
             return
         if t is PartitionState:
-            if msg.controller_epoch < self.controller_epoch:
-                return   # a zombie controller (controller-epoch fencing)
-            self.controller_epoch = msg.controller_epoch
-            if self.controllers and src[0] in self.controllers:
-                self._follow(src[0], "published")   # the active controller publishes
-            key = (msg.topic, msg.partition)
-            if msg.partition_epoch < self.partition_epochs.get(key, -1):
-                return   # reordered: an older state of the same controller
-            self.partition_epochs[key] = msg.partition_epoch
-            self.metadata[key] = (msg.leader, msg.leader_epoch)
-            listed = self.broker_id in msg.replicas
-            if key in self.hosted:
-                self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
-                if not listed:
-                    # no longer a replica (a reassignment completed, or was cancelled,
-                    # without it): stop the replica and delete its log
-                    self.hosted.discard(key)
-                    self.send((self.node, REPLICA_MANAGER), StopReplica(*key))
-            elif listed:
-                # a reassignment adds this broker: the replica manager creates the replica
-                self.hosted.add(key)
-                self.send((self.node, REPLICA_MANAGER), msg)
+            self._on_partition_state(msg)
         elif t is BrokerStates:
-            if msg.controller_epoch < self.controller_epoch:
-                return
-            self.controller_epoch = msg.controller_epoch
-            if self.controllers and src[0] in self.controllers:
-                self._follow(src[0], "published")
-            self.broker_states = msg.brokers
-            for tp in sorted(self.hosted):
-                self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)
+            self._on_broker_states(msg)
         elif t is BrokerHeartbeatResponse:
             if msg.broker_epoch == self.broker_epoch:
                 self._heartbeat_unanswered_us = -1
@@ -217,12 +272,17 @@ class Broker(Machine):
                 self.broker_epoch = msg.broker_epoch
                 self._registering += 1   # cancels the retry timer
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
+                self._maybe_caught_up()
         elif t is Tick:
             if msg.kind == "heartbeat":
                 if self.broker_epoch >= 0:
                     self._await_controller()
-                    self.send(self.controller, BrokerHeartbeat(self.broker_id, self.broker_epoch,
-                                                              self._view_crc()))
+                    # with a quorum, the offset of the last metadata record applied
+                    # (BrokerHeartbeatRequest.currentMetadataOffset); else the view checksum
+                    self.send(self.controller, BrokerHeartbeat(
+                        self.broker_id, self.broker_epoch,
+                        self.observer.offset if self.observer is not None
+                        else self._view_crc()))
                 self.timer(self.heartbeat_interval_ms, Tick("heartbeat", 0, 0))
             elif (msg.kind == "shutdown_retry" and self.shutdown_state == "requested"
                   and msg.token == self._shutdown_tries):
@@ -233,7 +293,8 @@ class Broker(Machine):
                     self._register()
         elif t is NotController:
             # KRaft's NOT_CONTROLLER: ask the leader it names (at once, if that is another
-            # node and this broker is not registered yet; else at the next heartbeat)
+            # node and this broker is not registered yet; else at the next heartbeat); with
+            # an observer, the quorum's leader stays the controller (the retry goes there)
             was = self.controller_node
             self._next_controller(msg.leader_id, "not_controller")
             self._heartbeat_unanswered_us = -1
@@ -251,3 +312,36 @@ class Broker(Machine):
             parts = tuple((tp[0], tp[1], leader, epoch)
                           for tp, (leader, epoch) in sorted(self.metadata.items()))
             self.send(src, MetadataResponse(parts, msg.correlation))
+
+    # -- the metadata the controller decided ------------------------------------------------
+    def _on_partition_state(self, msg: PartitionState) -> None:
+        """A partition's state (pushed by the controller, or applied from the metadata log):
+        the metadata cache, and the local replica or replica manager."""
+        if msg.controller_epoch < self.controller_epoch:
+            return   # a zombie controller (controller-epoch fencing)
+        self.controller_epoch = msg.controller_epoch
+        key = (msg.topic, msg.partition)
+        if msg.partition_epoch < self.partition_epochs.get(key, -1):
+            return   # reordered: an older state of the same controller
+        self.partition_epochs[key] = msg.partition_epoch
+        self.metadata[key] = (msg.leader, msg.leader_epoch)
+        listed = self.broker_id in msg.replicas
+        if key in self.hosted:
+            self.send((self.node, f"{msg.topic}-{msg.partition}"), msg)
+            if not listed:
+                # no longer a replica (a reassignment completed, or was cancelled,
+                # without it): stop the replica and delete its log
+                self.hosted.discard(key)
+                self.send((self.node, REPLICA_MANAGER), StopReplica(*key))
+        elif listed:
+            # a reassignment adds this broker: the replica manager creates the replica
+            self.hosted.add(key)
+            self.send((self.node, REPLICA_MANAGER), msg)
+
+    def _on_broker_states(self, msg: BrokerStates) -> None:
+        if msg.controller_epoch < self.controller_epoch:
+            return
+        self.controller_epoch = msg.controller_epoch
+        self.broker_states = msg.brokers
+        for tp in sorted(self.hosted):
+            self.send((self.node, f"{tp[0]}-{tp[1]}"), msg)

@@ -27,9 +27,11 @@ One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenari
   at once and reverts to the last committed snapshot when it loses the leadership
   (``SnapshotRegistry.revertToSnapshot`` in ``renounce``). What one operation changed
   becomes one batch of metadata records (``schedule_append``, ``appendRecords``); the
-  operation's sends (answers, partition states to the brokers) and trace events wait in a
-  purgatory until the batch commits (``ControllerPurgatory``, keyed by offset): a change
-  *takes effect* only once committed. An operation that wrote nothing answers once
+  operation's sends (answers to the brokers; the partition and broker states today's
+  ``Controller`` pushes are dropped: brokers read them from the log through their
+  :class:`MetadataObserver`) and trace events wait in a purgatory until the batch
+  commits (``ControllerPurgatory``, keyed by offset): a change *takes effect* only once
+  committed. An operation that wrote nothing answers once
   everything appended before it is committed (it may have read it). Losing the leadership
   drops the purgatory (the brokers retry against the new active controller, as Kafka's
   NOT_CONTROLLER path does).
@@ -39,7 +41,8 @@ One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenari
 
 The trace: ``raft_transition`` (node, from, to, epoch, leader), ``raft_vote`` (a voter's
 answer: candidate, epoch, granted), ``raft_hw`` (node, hw: on change), ``metadata_apply``
-(node, first, offset: the committed records a controller replayed). A batch's ``Trace``
+(node, first, offset: the committed records a controller replayed, or a broker's
+:class:`MetadataObserver` applied, with ``observer``: true). A batch's ``Trace``
 record is emitted by the first controller of the run to replay it (the shared
 :class:`QuorumView`, which is also the runtime's view of the committed metadata).
 """
@@ -50,7 +53,7 @@ import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from actors.controller import BrokerRecord, Controller, ControllerStore, PartitionRecord
 from actors.core import Address, CancelTimer, Emit, Machine, Send, Timer
@@ -86,8 +89,15 @@ _CONTROLLER_REQUESTS: Final = (BrokerRegistration, BrokerHeartbeat, ControlledSh
                                UnregisterBroker, CreateTopics, CreatePartitions)
 #: of those, the ones a non-active controller answers with NotController
 _REDIRECTED: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest)
-#: what an active controller publishes to brokers: only to the brokers that follow it
+#: what today's :class:`Controller` pushes to brokers, which a quorum's brokers read from
+#: the metadata log instead (:class:`MetadataObserver`): dropped
 _PUBLISHED: Final = (PartitionState, BrokerStates)
+#: the actor of a broker node that observes the metadata log (:class:`MetadataObserver`)
+OBSERVER_ACTOR: Final = "raft"
+#: the shortest wait between two polls of an observer whose client asks to be polled again
+#: at once (see :meth:`MetadataObserver._step`)
+OBSERVER_SPIN_MS: Final = 1
+BROKER_PREFIX: Final = "broker-"
 
 
 def controller_node(node_id: int) -> str:
@@ -98,6 +108,23 @@ def controller_id(node: str) -> int:
     """The node id of controller node ``node`` (-1: not a controller node)."""
     rest = node[len(CONTROLLER_PREFIX):] if node.startswith(CONTROLLER_PREFIX) else ""
     return int(rest) if rest.isdigit() else -1
+
+
+def raft_node_id(node: str) -> int:
+    """The Raft node id of ``node``: a controller's id, or a broker's (an observer of the
+    metadata log); -1 for any other node."""
+    if node.startswith(BROKER_PREFIX):
+        rest = node[len(BROKER_PREFIX):]
+        return int(rest) if rest.isdigit() else -1
+    return controller_id(node)
+
+
+def raft_address(node_id: int, voters: tuple[int, ...]) -> Address:
+    """Where the Raft messages of node ``node_id`` go: a voter's controller, else the
+    observer actor of broker ``node_id``."""
+    if node_id in voters:
+        return (controller_node(node_id), "controller")
+    return (f"{BROKER_PREFIX}{node_id}", OBSERVER_ACTOR)
 
 
 @dataclass
@@ -123,7 +150,7 @@ class QuorumView:
 
 
 @dataclass(slots=True)
-class _RaftTick:
+class RaftTick:
     token: int
 
 
@@ -230,9 +257,6 @@ class QuorumController(Machine):
         self._generation = 0
         #: (offset, sends, emits): released once the high watermark passes offset
         self._purgatory: list[tuple[int, list[Send], list[Emit]]] = []
-        #: the brokers that follow this active controller: those whose registration,
-        #: heartbeat or controlled shutdown it received in its current term
-        self._followers: set[str] = set()
 
     @property
     def active(self) -> bool:
@@ -250,7 +274,7 @@ class QuorumController(Machine):
         assert client is not None
         t = type(msg)
         if t is RaftEnvelope:
-            peer = controller_id_of(src[0])
+            peer = raft_node_id(src[0])
             if peer < 0:
                 return
             try:
@@ -264,7 +288,7 @@ class QuorumController(Machine):
             else:
                 client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
             self._step()
-        elif t is _RaftTick:
+        elif t is RaftTick:
             if msg.token == self._tick_token:
                 self._tick_at = -1
                 self._step()
@@ -273,15 +297,13 @@ class QuorumController(Machine):
                 self._run(msg.msg, (self.node, self.name))
         elif isinstance(msg, _CONTROLLER_REQUESTS):
             if self.inner is not None:
-                if isinstance(msg, _REDIRECTED):
-                    self._followers.add(src[0])
                 self._run(msg, src)
             elif isinstance(msg, _REDIRECTED):
                 leader = client.quorum.leader_id
                 self.send(src, NotController(-1 if leader is None else leader))
 
     def connection_reset(self, peer: str) -> None:
-        pid = controller_id_of(peer)
+        pid = raft_node_id(peer)
         corr = self._inflight.pop(pid, None)
         if corr is not None and self.client is not None:
             self.client.handle_send_failure(pid, corr, self.now_ms)
@@ -311,7 +333,7 @@ class QuorumController(Machine):
         if deadline != FOREVER and deadline != self._tick_at:
             self._tick_token += 1
             self._tick_at = deadline
-            self._out.append(Timer(max(0, deadline * 1000 - self.now_us), _RaftTick(
+            self._out.append(Timer(max(0, deadline * 1000 - self.now_us), RaftTick(
                 self._tick_token)))
 
     def _trace_appends(self) -> None:
@@ -361,7 +383,7 @@ class QuorumController(Machine):
                           epoch=m.leader_epoch, granted=m.vote_granted)
             if not o.is_response:
                 self._inflight[o.destination] = o.correlation_id
-            self.send((controller_node(o.destination), "controller"),
+            self.send(raft_address(o.destination, self.voters),
                       envelope(o.correlation_id, o.is_response, m))
 
     def _trace_raft(self) -> None:
@@ -425,7 +447,6 @@ class QuorumController(Machine):
         the controller epoch is the Raft epoch."""
         self._generation += 1
         self.active_epoch = epoch
-        self._followers = set()
         self.working = copy.deepcopy(self.image)
         self.working.controller_epoch = epoch - 1   # Controller.start bumps it
         self.inner = self.make_controller(self.working)
@@ -486,8 +507,8 @@ class QuorumController(Machine):
             for e in emits:
                 self._out.append(e)
             for s in sends:
-                if type(s.msg) in _PUBLISHED and s.dst[0] not in self._followers:
-                    continue   # that broker fetches its metadata from another controller
+                if type(s.msg) in _PUBLISHED:
+                    continue   # brokers fetch the committed metadata (MetadataObserver)
                 self._out.append(s)
 
     def leader_id(self) -> int:
@@ -502,5 +523,151 @@ def controller_id_of(node: str) -> int:
     return controller_id(node)
 
 
-__all__ = ["CONTROLLER_ID_BASE", "ControllerDisk", "QuorumController", "QuorumView",
-           "apply_record", "controller_id", "controller_node", "records_between"]
+class MetadataHost(Protocol):
+    """What a :class:`MetadataObserver` tells its broker (:class:`actors.broker.Broker`)."""
+
+    def on_raft_leader(self, node: str) -> None: ...
+
+    def on_metadata(self, partitions: list[tuple[str, int]], brokers: bool) -> None: ...
+
+
+class MetadataObserver(Machine):
+    """A broker's Raft *observer* of the metadata log (KIP-595, KIP-631): actor ``raft``
+    of node ``broker-<id>``, beside the broker actor that adopts it.
+
+    It hosts a :class:`KafkaRaftClient` whose node id, the broker's, is not among the
+    voters, so the client never votes nor stands: it fetches from the leader it knows and,
+    when that one stops answering (its fetch timer, a request timeout, a failed answer),
+    from any voter, whose answer names the current leader (3.7.0
+    ``KafkaRaftClient.pollFollowerAsObserver``, ``maybeSendAnyVoterFetch``); the leader
+    never counts it for the high watermark nor for check quorum (``LeaderState``). The
+    shell is the controllers' (docs/kraft-quorum.md): every inbound envelope goes to the
+    client, its outbox is sent, one timer is kept at the deadline ``poll`` returns.
+
+    The records below the client's high watermark (its LEO capped by the leader's HW) are
+    applied in offset order to the broker's metadata image (``metadata_apply``, node
+    ``broker-<id>``, with ``observer``: true), and only then does the broker act on them
+    (:meth:`MetadataHost.on_metadata`: Kafka's ``MetadataLoader`` publishing the committed
+    image to ``BrokerMetadataPublisher``). The leader it learns is the controller its
+    broker sends to (:meth:`MetadataHost.on_raft_leader`: 3.7.0
+    ``RaftControllerNodeProvider`` answers the Raft client's ``leaderAndEpoch``).
+
+    The log lives in memory: a restarted broker fetches it again from offset 0 (Kafka's
+    brokers keep ``__cluster_metadata`` on disk; refetching only costs time)."""
+
+    def __init__(self, node: str, broker_id: int, voters: tuple[int, ...],
+                 base: ControllerStore, rng: random.Random, raft_rules: RaftRules,
+                 config: QuorumConfig | None = None) -> None:
+        super().__init__(node, OBSERVER_ACTOR)
+        self.broker_id = broker_id
+        self.voters = voters
+        self.rng = rng
+        self.raft_rules = raft_rules
+        self.config = config or QuorumConfig()
+        self.host: MetadataHost | None = None
+        self.client: KafkaRaftClient | None = None
+        #: the broker's metadata image and the next offset to apply to it
+        self.image = copy.deepcopy(base)
+        self.applied = 0
+        self.leader: int | None = None
+        self._tick_token = 0
+        self._tick_at = -1
+        self._inflight: dict[int, int] = {}
+
+    @property
+    def offset(self) -> int:
+        """The offset of the last record applied (-1: none): the heartbeat's
+        ``currentMetadataOffset``."""
+        return self.applied - 1
+
+    def start(self) -> None:
+        self.client = KafkaRaftClient(self.broker_id, self.voters, RaftLog(),
+                                      MemoryQuorumStateStore(), self.rng, self.config,
+                                      self.raft_rules)
+        self.client.initialize(self.now_ms)
+        self._step()
+
+    def handle(self, msg: Any, src: Address) -> None:
+        client = self.client
+        assert client is not None
+        t = type(msg)
+        if t is RaftEnvelope:
+            peer = raft_node_id(src[0])
+            if peer not in self.voters:
+                return
+            try:
+                inner = unwrap(msg)
+            except (ValueError, TypeError):
+                return
+            if msg.is_response:
+                if self._inflight.get(peer) == msg.correlation_id:
+                    del self._inflight[peer]
+                client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
+            else:
+                client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
+            self._step()
+        elif t is RaftTick and msg.token == self._tick_token:
+            self._tick_at = -1
+            self._step()
+
+    def connection_reset(self, peer: str) -> None:
+        pid = raft_node_id(peer)
+        corr = self._inflight.pop(pid, None)
+        if corr is not None and self.client is not None:
+            self.client.handle_send_failure(pid, corr, self.now_ms)
+            self._step()
+
+    def _step(self) -> None:
+        client = self.client
+        assert client is not None
+        deadline = client.poll(self.now_ms)
+        for o in client.drain():
+            if not o.is_response:
+                self._inflight[o.destination] = o.correlation_id
+            self.send(raft_address(o.destination, self.voters),
+                      envelope(o.correlation_id, o.is_response, o.message))
+        leader = client.quorum.leader_id
+        if leader is not None and leader != self.leader:
+            self.leader = leader
+            if self.host is not None:
+                self.touch(self.host).on_raft_leader(controller_node(leader))
+        self._apply()
+        if deadline != FOREVER:
+            # 3.7.0's observer spins (poll timeout 0) while one voter has its request in
+            # flight and another is ready (findReadyVoter finds none, and
+            # backoffBeforeAvailableVoter answers 0): in real time the spin lasts until
+            # the answer or the request timeout; in virtual time it would never end
+            deadline = max(deadline, self.now_ms + OBSERVER_SPIN_MS)
+        if deadline != FOREVER and deadline != self._tick_at:
+            self._tick_token += 1
+            self._tick_at = deadline
+            self._out.append(Timer(max(0, deadline * 1000 - self.now_us),
+                                   RaftTick(self._tick_token)))
+
+    def _apply(self) -> None:
+        """The committed records not applied yet, in offset order; then the broker acts."""
+        client = self.client
+        assert client is not None
+        if self.applied >= client.log.high_watermark:
+            return
+        first = self.applied
+        partitions: dict[tuple[str, int], None] = {}
+        brokers = False
+        for offset, _epoch, rec in client.log.committed(first):
+            apply_record(self.image, rec)
+            if type(rec) is tuple:
+                if rec[0] == "PartitionRecord":
+                    partitions[(rec[1], rec[2])] = None
+                elif rec[0] in ("BrokerRecord", "UnregisterBrokerRecord"):
+                    brokers = True
+            self.applied = offset + 1
+        self.emit("metadata_apply", voter=self.broker_id, first=first, offset=self.applied - 1,
+                  observer=True)
+        if self.host is not None:
+            self.touch(self.host).on_metadata(list(partitions), brokers)
+
+
+__all__ = ["CONTROLLER_ID_BASE", "OBSERVER_ACTOR", "ControllerDisk", "MetadataHost",
+           "MetadataObserver", "QuorumController", "QuorumView", "RaftTick", "apply_record",
+           "controller_id", "controller_node", "raft_address", "raft_node_id",
+           "records_between"]

@@ -54,6 +54,7 @@ from actors.producer import Producer, ProducerConfig
 from actors.quorum_controller import (
     CONTROLLER_ID_BASE,
     ControllerDisk,
+    MetadataObserver,
     QuorumController,
     QuorumView,
     controller_node,
@@ -262,11 +263,14 @@ class Cluster:
                             disk.log(*tp)
                 hosted = sorted(disk.logs)
                 clean = disk.clean_shutdown
+                observer = self._metadata_observer(node, b) if self.voters else None
                 machines: list[Machine] = [Broker(
                     node.name, b, disk, incarnation=node.incarnation, hosted=hosted,
                     heartbeat_interval_ms=cl["broker.heartbeat.interval.ms"],
                     heartbeat_timeout_ms=cl["broker.session.timeout.ms"] // 2,
-                    controllers=tuple(self.controller_nodes))]
+                    controllers=tuple(self.controller_nodes), observer=observer)]
+                if observer is not None:
+                    machines.append(observer)
                 replicas = [Replica(node.name, b, disk.logs.get(tp) or PartitionLog(*tp), rules,
                                     self._replica_cfg(self.topic_cfg[tp[0]]),
                                     clean_start=clean or node.incarnation == 1,
@@ -364,6 +368,7 @@ class Cluster:
         self.quorum_view = QuorumView(self.store)
         raft_rules = raft_rules_for(self.sc["protocol"], tuple(
             b for b in self.sc["bugs"] if b in QUORUM_BUGS))
+        self._metadata_base, self._raft_rules = base, raft_rules
         for v in self.voters:
             def factory(node: Node, v: int = v) -> list[Machine]:
                 return [QuorumController(
@@ -372,6 +377,13 @@ class Cluster:
                     self.rng.child(f"{node.name}/{node.incarnation}/raft"), raft_rules)]
             self.sched.add_node(Node(controller_node(v), self.controller_disks[v], factory))
         self.sched.route = self._route_to_controller
+
+    def _metadata_observer(self, node: Node, b: int) -> MetadataObserver:
+        """Broker ``b``'s Raft observer of the metadata log: from the bootstrap metadata,
+        its log in memory (refetched from offset 0 after a restart)."""
+        return MetadataObserver(node.name, b, self.voters, self._metadata_base,
+                                self.rng.child(f"{node.name}/{node.incarnation}/raft"),
+                                self._raft_rules)
 
     def _route_to_controller(self, m: Machine, name: str) -> str:
         """A frame a broker's actor sends to "controller" goes to the controller its

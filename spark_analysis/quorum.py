@@ -22,7 +22,9 @@ The definitions, as SQL (``quorum_counts``: one statement):
 * ``metadata_divergence``: per offset, the observations whose entry is not the first one's
   (null-safe); counted once per offset;
 * ``uncommitted_metadata_applied``: each ``metadata_apply`` whose offset is at or above the
-  running maximum of every voter's ``raft_hw`` before it (0 before any).
+  running maximum of every voter's ``raft_hw`` before it (0 before any): the controllers'
+  replay and the brokers' applies alike (a broker, a Raft observer, traces its own id as
+  ``voter`` and ``observer``: true, and no ``raft_hw``).
 
 Rows are (tid, topic, partition, anomaly, n) on ``__cluster_metadata``-0, as the checker
 counts them, for the anomaly table (``analyses.Analysis.builders``' ``quorum`` family).

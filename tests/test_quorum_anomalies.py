@@ -81,6 +81,23 @@ def test_a_replay_at_or_above_the_quorum_hw_is_uncommitted_metadata_applied() ->
     assert _check(t).anomalies["uncommitted_metadata_applied"] == 0
 
 
+def test_a_brokers_apply_above_the_quorum_hw_is_uncommitted_metadata_applied_too() -> None:
+    """Brokers are Raft observers: their ``metadata_apply`` (node broker-N, ``observer``)
+    is held to the voters' high watermark like a controller's replay, and the finding says
+    which node applied; an observer's own HW never raises the quorum's."""
+    t = quorum_trace()
+    append(t, 1, 1, 0, 4, "leader")
+    hw(t, 1, 3)
+    t.emit("metadata_apply", node="broker-2", actor="raft", voter=2, first=0, offset=2,
+           observer=True)
+    t.emit("metadata_apply", node="broker-2", actor="raft", voter=2, first=3, offset=4,
+           observer=True)
+    r = _check(t)
+    assert r.anomalies["uncommitted_metadata_applied"] == 1
+    d = r.details["uncommitted_metadata_applied"][0]
+    assert (d["node"], d["observer"], d["offset"], d["quorum_hw"]) == ("broker-2", True, 4, 3)
+
+
 def test_a_voter_whose_hw_restarts_at_zero_is_checked_again_against_the_first_commit() -> None:
     """A restarted voter re-learns its HW from 0: the entries it passes again are compared
     with what was committed first, and an offset already counted is not counted twice."""

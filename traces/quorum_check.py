@@ -2,8 +2,9 @@
 
 A run with ``cluster.controller_quorum`` traces each voter's metadata log (``raft_append``:
 entries of one epoch at ``first..last``; ``raft_truncate``: the log cut to ``offset``), its
-high watermark (``raft_hw``) and what each controller replayed (``metadata_apply``). From
-them, in trace order (docs/anomalies.md, "The controller quorum"):
+high watermark (``raft_hw``) and what each controller replayed and each broker applied
+(``metadata_apply``; a broker's, a Raft observer's, carries ``observer``: true and its id as
+``voter``). From them, in trace order (docs/anomalies.md, "The controller quorum"):
 
 * ``metadata_divergence`` — an offset of the metadata log where two voters held different
   entries below their high watermarks. An entry is known by its (offset, epoch): Raft's Log
@@ -17,8 +18,9 @@ them, in trace order (docs/anomalies.md, "The controller quorum"):
 * ``uncommitted_metadata_applied`` — a ``metadata_apply`` whose last offset is at or above
   the quorum's high watermark when it happens: the largest HW any voter had traced before
   it (a majority holds everything below it; nothing above it is committed yet). Counted
-  per event. Brokers do not trace what they apply yet (they are not Raft observers): only
-  the controllers' replay is checked.
+  per event, a controller's replay and a broker's apply alike (the finding names the node
+  that applied, and says whether it is an observer). Observers trace no ``raft_hw``: only
+  the voters' high watermarks make the quorum's.
 
 Both are counted on the metadata log's own partition, ``__cluster_metadata-0`` (Kafka's
 name for it), which appears in the per-partition results only when one of them is found.
@@ -106,4 +108,5 @@ class QuorumChecker:
             return
         self._note("uncommitted_metadata_applied", METADATA_PARTITION, seq, {
             "ts_us": ts, "voter": voter, "first": _int(ev.get("first")), "offset": offset,
-            "quorum_hw": self.quorum_hw})
+            "quorum_hw": self.quorum_hw, "node": ev.get("node"),
+            "observer": ev.get("observer") is True})

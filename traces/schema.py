@@ -113,8 +113,9 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # the KRaft controller quorum (cluster.controller_quorum; actors.quorum_controller):
     # a voter's Raft state change (from/to: unattached, voted, candidate, leader, follower,
     # resigned), its answer to a candidate's Vote, its metadata high watermark (on change),
-    # the committed records it replayed (first..offset), and an active controller that lost
-    # the leadership (what waited for a commit is dropped)
+    # the committed records it replayed (first..offset; from a broker too, a Raft observer of
+    # the metadata log: node broker-<id>, voter its id, observer true), and an active
+    # controller that lost the leadership (what waited for a commit is dropped)
     "raft_transition": ("voter", "from", "to", "epoch", "leader"),
     "raft_vote": ("voter", "candidate", "epoch", "granted"),
     "raft_hw": ("voter", "hw", "leo", "epoch"),
@@ -122,8 +123,9 @@ EVENTS: Final[dict[str, tuple[str, ...]]] = {
     # follower; records: their kinds) and a truncation of it (to offset, from old: its LEO)
     "raft_append": ("voter", "epoch", "first", "last", "records", "role"),
     "raft_truncate": ("voter", "offset", "old"),
-    # a broker of a quorum-run cluster turns to another controller (a NotController
-    # answer, a request that timed out, committed states from the active one)
+    # a broker of a quorum-run cluster turns to another controller: the quorum leader its
+    # observer learnt from a Fetch answer (reason raft_leader; traces before brokers were
+    # observers: not_controller, timeout, published)
     "controller_followed": ("broker", "controller", "reason"),
     "metadata_apply": ("voter", "first", "offset"),
     "controller_renounced": ("voter", "epoch", "dropped"),
