@@ -108,6 +108,8 @@ class Scheduler:
         self._heap: list[int] = []                       # time_us << SEQ_BITS | seq
         self._entries: dict[int, tuple[Any, ...]] = {}   # seq -> (kind, dst, src, frame)
         self._seq = 0
+        #: cancelled timers still in the heap (dropped in bulk: see _cancel)
+        self._dead = 0
         self._pending = 0
         self._done = trio.Event()
         self._wakeup = trio.Event()
@@ -453,10 +455,33 @@ class Scheduler:
                 _, delay, frame, handle = e  # type: ignore[misc]
                 self._push(now + delay, DELIVER, m.address, m.address, frame, handle)
             else:
-                seq = self._cancellable.pop((m.node, m.name, e[1]), 0)  # type: ignore[index]
-                entry = self._entries.get(seq)
-                if entry is not None and entry[0] == DELIVER:
-                    self._entries[seq] = (CANCELLED, *entry[1:])
+                self._cancel(self._cancellable.pop((m.node, m.name, e[1]), 0))  # type: ignore[index]
+
+    def _cancel(self, seq: int) -> None:
+        """Mark the timer ``seq`` cancelled: it keeps its key, and is skipped when due.
+
+        Nearly every request's timeout is cancelled by its answer, so most of the heap is
+        dead timers (about 70,000 of 75,000 entries on the reference scenario). When the dead
+        are more than half of it, the live entries are kept and the heap rebuilt (linear
+        time): pops and pushes on a heap of live entries cost less, and the dead are never
+        popped one by one. Keys are unique, so the order of the live ones is unchanged. Not
+        in an explored run, whose state digest (emulator.digest) walks the heap as it is.
+        """
+        entries = self._entries
+        entry = entries.get(seq)
+        if entry is None or entry[0] != DELIVER:
+            return
+        entries[seq] = (CANCELLED, *entry[1:])
+        self._dead += 1
+        heap = self._heap
+        if self._dead > 2048 and self._dead * 2 > len(heap) and self.chooser is None:
+            live = [k for k in heap if entries[k & SEQ_MASK][0] != CANCELLED]
+            for k in heap:
+                if entries[k & SEQ_MASK][0] == CANCELLED:
+                    del entries[k & SEQ_MASK]
+            heap[:] = live
+            heapq.heapify(heap)
+            self._dead = 0
 
     def _trace_send(self, m: Machine, dst: tuple[str, str], frame: bytes, fate: Any) -> int:
         """A ``msg_send`` line for a frame ``m`` sends (message tracing); its id."""
@@ -523,6 +548,7 @@ class Scheduler:
                 return
             if entries[heap[0] & SEQ_MASK][0] == CANCELLED:
                 del entries[heappop(heap) & SEQ_MASK]
+                self._dead -= 1
                 continue
             # an explored run may have delivered a later entry first (emulator.choice):
             # the earlier ones are late, and the clock never goes back
