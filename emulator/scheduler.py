@@ -63,9 +63,9 @@ SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 # for a timer, the timer message itself: timers are in-process and never cross the wire —
 # and the machine it is for).
 Inbound = tuple[int, tuple[str, str], Any, Machine]
-# Effects after encoding by the sending actor: ("s", dst, frame) | ("t", delay_us, msg,
-# handle) | ("c", handle, None) | ("d", peer, None) | Emit
-Outbound = tuple[str, Any, Any] | tuple[str, Any, Any, int] | Emit
+# Effects after encoding by the sending actor: a Send becomes (dst, frame); Timer,
+# CancelTimer, Disconnect and Emit are committed as they are
+Outbound = tuple[tuple[str, str], bytes] | Timer | CancelTimer | Disconnect | Emit
 
 
 class Storage(Protocol):
@@ -401,27 +401,23 @@ class Scheduler:
 
     @staticmethod
     def _encode(codec: Codec, effects: list[Any]) -> list[Outbound]:
-        out: list[Outbound] = []
-        for e in effects:
+        """Encode each ``Send`` now, in the sender's task, to a ``(dst, frame)`` pair, in
+        place; the other effects stay as they are (no copy: the list is the machine's own,
+        handed over by :meth:`actors.core.Machine.drain`)."""
+        encode = codec.encode
+        for i, e in enumerate(effects):
             if type(e) is Send:
-                out.append(("s", e.dst, codec.encode(e.msg)))
-            elif type(e) is Timer:
-                out.append(("t", e.delay_us, e.msg, e.handle))
-            elif type(e) is CancelTimer:
-                out.append(("c", e.handle, None))
-            elif type(e) is Disconnect:
-                out.append(("d", e.peer, None))
-            else:
-                out.append(e)
-        return out
+                effects[i] = (e.dst, encode(e.msg))
+        return effects
 
     def _commit(self, m: Machine, effects: list[Outbound]) -> None:
         now = self.now
         for e in effects:
-            if type(e) is Emit:
-                self.writer.emit(now, m.node, m.name, e.event, e.fields)
-            elif e[0] == "s":  # type: ignore[index]
-                _, dst, frame = e  # type: ignore[misc]
+            t = type(e)
+            if t is Emit:
+                self.writer.emit(now, m.node, m.name, e.event, e.fields)  # type: ignore[union-attr]
+            elif t is tuple:
+                dst, frame = e  # type: ignore[misc]
                 if self.route is not None and dst[0] == "controller":
                     dst = (self.route(m, dst[0]), dst[1])
                 net = self.network
@@ -443,19 +439,19 @@ class Scheduler:
                     self._tcp_ids[id(frame)] = mid   # nondeterminism-ok: identity lookup
                 if net.timers or net.notes:
                     self._network_io()
-            elif e[0] == "d":  # type: ignore[index]
-                peer = e[1]  # type: ignore[index]
+            elif t is Timer:
+                self._push(now + e.delay_us, DELIVER, m.address, m.address,  # type: ignore[union-attr]
+                           e.msg, e.handle)  # type: ignore[union-attr]
+            elif t is CancelTimer:
+                self._cancel(self._cancellable.pop((m.node, m.name, e.handle), 0))  # type: ignore[union-attr]
+            else:
+                peer = e.peer  # type: ignore[union-attr]
                 if self.route is not None and peer == "controller":
                     peer = self.route(m, peer)
                 discarded = self.network.close(m.address, peer)
                 self.writer.emit(now, m.node, m.name, "connection_close",
                                  {"peer": peer, "discarded": len(discarded)})
                 self._discard(discarded, "connection_closed")
-            elif e[0] == "t":  # type: ignore[index]
-                _, delay, frame, handle = e  # type: ignore[misc]
-                self._push(now + delay, DELIVER, m.address, m.address, frame, handle)
-            else:
-                self._cancel(self._cancellable.pop((m.node, m.name, e[1]), 0))  # type: ignore[index]
 
     def _cancel(self, seq: int) -> None:
         """Mark the timer ``seq`` cancelled: it keeps its key, and is skipped when due.
