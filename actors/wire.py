@@ -29,6 +29,8 @@ T = TypeVar("T")
 _CLASSES: dict[int, tuple[type[Any], tuple[str, ...]]] = {}
 #: per class: its tag and a getter returning the field values as a tuple
 _PACK: dict[type[Any], tuple[int, Callable[[Any], tuple[Any, ...]]]] = {}
+#: per tag: the class and the frame's array length (the tag and the fields)
+_DECODE: dict[int, tuple[type[Any], int]] = {}
 _CRC = struct.Struct(">I")
 
 
@@ -47,6 +49,7 @@ def message(tag: int) -> Callable[[type[T]], type[T]]:
             raise ValueError(f"message tag {tag} used twice ({cls.__name__})")
         names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
         _CLASSES[tag] = (cls, names)
+        _DECODE[tag] = (cls, len(names) + 1)
         _PACK[cls] = (tag, _field_getter(names))
         return cls
 
@@ -78,25 +81,26 @@ def _field_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     return operator.attrgetter(*names)
 
 
-def decode(frame: bytes) -> Any:
-    if len(frame) < 5:
+def decode(frame: bytes, _crc32: Callable[[Any], int] = zlib.crc32,
+           _unpackb: Callable[..., Any] = msgpack.unpackb) -> Any:
+    n = len(frame)
+    if n < 5:
         raise FrameError("frame shorter than its checksum")
     payload = memoryview(frame)[:-4]   # no copy
-    (crc,) = _CRC.unpack_from(frame, len(frame) - 4)
-    if zlib.crc32(payload) != crc:
+    if _crc32(payload) != int.from_bytes(frame[n - 4:], "big"):
         raise FrameError("checksum mismatch")
     try:
-        arr = msgpack.unpackb(payload, use_list=False)
+        arr = _unpackb(payload, use_list=False)
     except Exception as exc:  # msgpack raises several types; all mean "bad frame"
         raise FrameError(f"msgpack: {exc}") from None
-    if not isinstance(arr, tuple) or not arr:
+    if type(arr) is not tuple or not arr:
         raise FrameError("frame is not a tagged array")
-    entry = _CLASSES.get(arr[0])
+    entry = _DECODE.get(arr[0])
     if entry is None:
         raise FrameError(f"unknown message tag {arr[0]!r}")
-    cls, names = entry
-    if len(arr) != len(names) + 1:
-        raise FrameError(f"{cls.__name__}: expected {len(names)} fields, got {len(arr) - 1}")
+    cls, arity = entry
+    if len(arr) != arity:
+        raise FrameError(f"{cls.__name__}: expected {arity - 1} fields, got {len(arr) - 1}")
     return cls(*arr[1:])
 
 

@@ -5,9 +5,11 @@ many seeds in one process), one ``wrap_logger`` per run, no wall-clock stamper, 
 no flush per event, orjson rendering. :meth:`TraceWriter.emit` builds the event dict in the
 contract's member order — ``seq``, ``ts_us``, ``event``, ``node``, ``actor``, then the
 event's fields — and a small custom wrapper class (:class:`_TraceLogger`) passes it through
-structlog's processor chain, which is one processor, ``_render``: orjson, then
-:func:`traces.integrity.seal` appends the line's crc. The hot path is about one trace line
-per message, so it is kept to one dict and one processor call.
+structlog's processor chain, which is one processor, ``_render``: orjson, then the line's
+crc appended as :func:`traces.integrity.seal` does (inlined: one call per event). The hot
+path is about one trace line per message, so it is kept to one dict and one processor call;
+:meth:`TraceWriter.emit` calls the bound logger's ``_process_event`` (bound once) and the
+sink's ``msg`` itself.
 
 The sink hashes every byte it writes so ``run_end`` can carry the SHA-256 of all lines
 before it. Events reach the writer already in the run's total order (the scheduler commits
@@ -28,6 +30,7 @@ import gzip
 import hashlib
 import io
 import os
+import zlib
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import IO, Any
@@ -36,7 +39,7 @@ import orjson
 import structlog
 
 from emulator.files import final_name
-from traces.integrity import seal
+from traces.integrity import CRC_MARK
 from traces.schema import SCHEMA_VERSION
 
 ISRLAB_VERSION = "0.1.0"
@@ -119,6 +122,9 @@ class TraceWriter:
             wrapper_class=_TraceLogger,
             cache_logger_on_first_use=True,
         ).bind()
+        # the hot path's two calls, bound once: structlog's processing, the sink's write
+        self._process = self._log._process_event
+        self._write = self._sink.msg
         self.closed = False
         self.last_ts_us = 0
         #: sees every event as it is written (``isrlab explore`` keeps the history it
@@ -127,9 +133,13 @@ class TraceWriter:
 
     # -- structlog processor ----------------------------------------------------------------
     @staticmethod
-    def _render(_logger: Any, _name: str, ev: MutableMapping[str, Any]) -> bytes:
-        """The one processor: orjson, then the line's crc."""
-        return seal(orjson.dumps(ev))
+    def _render(_logger: Any, _name: str, ev: MutableMapping[str, Any],
+                _dumps: Callable[[Any], bytes] = orjson.dumps,
+                _crc32: Callable[[bytes], int] = zlib.crc32) -> bytes:
+        """The one processor: orjson, then the line's crc — the bytes of
+        ``traces.integrity.seal(orjson.dumps(ev))``, in one call."""
+        body = _dumps(ev)
+        return b"%s%s%d}\n" % (body[:-1], CRC_MARK, _crc32(body))
 
     # -- API -------------------------------------------------------------------------------
     @property
@@ -141,8 +151,10 @@ class TraceWriter:
         self.last_ts_us = ts_us
         if self.tap is not None:
             self.tap(event, fields, node)
-        self._log.line({"seq": self._sink.count, "ts_us": ts_us, "event": event, "node": node,
-                        "actor": actor, **fields})
+        # _TraceLogger.line, inlined: structlog's chain renders, the sink takes the bytes
+        self._write(self._process("info", None, {
+            "seq": self._sink.count, "ts_us": ts_us, "event": event, "node": node,
+            "actor": actor, **fields})[0][0])
 
     def start(self, *, seed: int | None, scenario: dict[str, Any], fault_plan: list[dict[str, Any]],
               protocol: str, **extra: Any) -> None:
