@@ -98,6 +98,20 @@ def test_a_brokers_apply_above_the_quorum_hw_is_uncommitted_metadata_applied_too
     assert (d["node"], d["observer"], d["offset"], d["quorum_hw"]) == ("broker-2", True, 4, 3)
 
 
+def test_explain_names_the_broker_that_applied_above_the_quorum_hw(tmp_path: Path) -> None:
+    """The chain of a broker's early apply names ``broker-N`` (an observer applies), not a
+    controller (a voter replays)."""
+    t = quorum_trace()
+    append(t, 1, 1, 0, 4, "leader")
+    hw(t, 1, 3)
+    t.emit("metadata_apply", node="broker-2", actor="raft", voter=2, first=3, offset=4,
+           observer=True)
+    chains = explain(str(t.write(tmp_path / "early.jsonl"))).chains
+    chain = next(c for c in chains if c.anomaly == "uncommitted_metadata_applied")
+    assert "broker-2 applied metadata offsets 3..4" in chain.steps[-1].text
+    assert not any("controller-2" in s.text for s in chain.steps)
+
+
 def test_a_voter_whose_hw_restarts_at_zero_is_checked_again_against_the_first_commit() -> None:
     """A restarted voter re-learns its HW from 0: the entries it passes again are compared
     with what was committed first, and an offset already counted is not counted twice."""

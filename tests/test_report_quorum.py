@@ -265,9 +265,8 @@ def test_no_label_of_the_quorum_figure_covers_another_in_chromium(
 
 
 def test_a_brokers_metadata_applies_are_marked_on_its_lane(quorum_trace: Path) -> None:
-    """Brokers do not trace ``metadata_apply`` yet (they are not Raft observers); once they
-    do, each batch a broker applied is a mark on its lane, at its time, with its offsets
-    (here two applies put into the view of the run by hand)."""
+    """Each batch a broker's metadata observer applied is a mark on its lane, at its time,
+    with its offsets (here two applies put into the view of the run by hand)."""
     from report.quorum import quorum_figure
     from report.reading import read_view
 

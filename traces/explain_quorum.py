@@ -34,9 +34,14 @@ class _Teller(Protocol):
     def _ts_of(self, seq: int) -> int: ...
 
 
+def _who(node_id: Any, observer: bool) -> str:
+    """A voter is ``controller-N``; a broker's observer (``observer: true``) ``broker-N``."""
+    return f"broker-{node_id}" if observer else f"controller-{node_id}"
+
+
 def _words(ev: Event) -> str:
     n, v = ev.get("event"), ev.get("voter")
-    who = f"controller-{v}"
+    who = _who(v, bool(ev.get("observer")))
     if n == "raft_transition":
         return (f"{who} {ev.get('from')} -> {ev.get('to')} in epoch {ev.get('epoch')} "
                 f"(leader {ev.get('leader')})")
@@ -50,7 +55,8 @@ def _words(ev: Event) -> str:
         return (f"{who}'s metadata high watermark {ev.get('hw')} (log end {ev.get('leo')}, "
                 f"epoch {ev.get('epoch')})")
     if n == "metadata_apply":
-        return f"{who} replayed metadata offsets {ev.get('first')}..{ev.get('offset')}"
+        verb = "applied" if ev.get("observer") else "replayed"
+        return f"{who} {verb} metadata offsets {ev.get('first')}..{ev.get('offset')}"
     if n == "controller_renounced":
         return f"{who} renounced the active controller role of epoch {ev.get('epoch')}"
     return str(n)
@@ -99,8 +105,10 @@ def metadata_chain(teller: _Teller, anomaly: str, key: Key, d: dict[str, Any]) -
         if top is not None:
             steps.append(_step(top, "the quorum's high watermark: " + _words(top)))
         steps += [_step(e) for e in before if _holds(e, voter, offset)][-1:]
+        observer = bool(d.get("observer"))
         steps.append(Step(seq, teller._ts_of(seq), (
-            f"controller-{voter} replayed metadata offsets {d.get('first')}..{offset}, at or "
+            f"{_who(voter, observer)} {'applied' if observer else 'replayed'} metadata "
+            f"offsets {d.get('first')}..{offset}, at or "
             f"above the quorum's high watermark {d.get('quorum_hw')}: not committed yet")))
         rule, group = "applied_above_quorum_hw", (anomaly, voter)
     steps.sort(key=lambda s: s.seq)
