@@ -24,8 +24,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("msgs")
     sc = load("default", FAULTY)
     plain, traced = d / "plain.jsonl", d / "traced.jsonl"
-    run(sc, 13, str(plain))   # seed 13 draws a pause, a crash, a power loss and a partition
-    run(sc, 13, str(traced), trace_messages=True)
+    # seed 41 draws a pause, a crash, a power loss and a partition; frames reach a paused
+    # receiver late, and TCP holds some across the partition
+    run(sc, 41, str(plain))
+    run(sc, 41, str(traced), trace_messages=True)
     return plain, traced
 
 
@@ -39,12 +41,14 @@ def test_message_tracing_changes_no_other_event(pair: tuple[Path, Path]) -> None
 
 def test_each_message_is_sent_once_and_received_at_most_once_when_due(
         pair: tuple[Path, Path]) -> None:
-    """A ``msg_recv`` follows its ``msg_send`` from the same sender at the time the network
-    gave it (later only while its receiver was paused); dropped sends are never received."""
+    """A ``msg_recv`` follows its ``msg_send`` from the same sender: at the time the network
+    gave it (later only while its receiver was paused), or, for a frame TCP held on its
+    connection across a cut (fate ``held``), once the cut heals; dropped sends are never
+    received."""
     _, traced = pair
     sends: dict[int, dict[str, object]] = {}
     received: set[int] = set()
-    late = 0
+    late = held = 0
     with iter_events(traced) as evs:
         header = next(evs)
         assert header["trace_messages"] is True
@@ -56,15 +60,22 @@ def test_each_message_is_sent_once_and_received_at_most_once_when_due(
                 sent = sends[ev["msg_id"]]
                 assert ev["msg_id"] not in received
                 received.add(ev["msg_id"])
-                assert sent["fate"] == "deliver"
+                assert sent["fate"] in ("deliver", "held")
                 assert (ev["src"], ev["msg"]) == (sent["src"], sent["msg"])
                 assert sent["dst"] == f"{ev['node']}/{ev['actor']}"
+                assert ev["ts_us"] >= sent["ts_us"]
+                if sent["fate"] == "held":
+                    held += 1
+                    continue
                 assert isinstance(sent["deliver_us"], int) and ev["ts_us"] >= sent["deliver_us"]
                 late += ev["ts_us"] > sent["deliver_us"]
     assert len(received) > 500
     assert late > 0   # frames held while their receiver was paused
-    dropped = [m for m, s in sends.items() if s["fate"] != "deliver"]
-    assert dropped and not received & set(dropped)
+    assert held > 0   # frames TCP held across the partition, delivered after it
+    # no frame has another fate (the network is TCP and the plan has no drop fault), and
+    # the crashes leave frames their receivers never get (a msg_drop each, no msg_recv)
+    assert all(s["fate"] in ("deliver", "held") for s in sends.values())
+    assert set(sends) - received
 
 
 def test_a_fetcher_request_names_each_partition_with_its_fetch_offset(

@@ -239,7 +239,7 @@ def test_the_space_time_diagram_draws_what_tcp_held_from_the_stall_to_the_delive
     held = [h for h in st.held if h[1] == "producer-0" and h[3] == "broker-2"]
     assert held, st.held
     t0, _, t1, _, label = held[0]
-    assert 11e6 <= t0 < 11.1e6 and 17e6 < t1 < 19e6
+    assert 11e6 <= t0 < 12e6 and 17e6 < t1 < 19e6
     assert "retransmission" in label
 
 

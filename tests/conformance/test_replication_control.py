@@ -66,6 +66,14 @@ class Ctx:
         self.c.drain()
         assert all(self.c.store.brokers[b].fenced for b in brokers)
 
+    def expire_session(self, broker: int) -> None:
+        """``broker``'s process died a session ago and the controller has not fenced it yet
+        (Kafka fences stale brokers one at a time, ``maybeFenceOneStaleBroker``): a new
+        incarnation may register (``ClusterControlManager.registerBroker`` refuses one only
+        while the old session is valid). Kafka's test contexts call
+        ``handleBrokerUncleanShutdown`` directly, which skips that check."""
+        self.c.last_heartbeat[broker] = self.c.now_ms - SESSION_MS - 1
+
     def unfence(self, *brokers: int) -> None:
         for b in brokers:
             self.c.handle(BrokerHeartbeat(b, self.epoch(b), 0), (f"broker-{b}", "broker"))
@@ -177,6 +185,7 @@ def test_an_expansion_naming_an_older_incarnation_of_a_broker_is_ineligible() ->
     ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3, 4)])
     _consistent(ctx, ctx.alter(1, (1, 2, 3)))
     old_epoch = ctx.epoch(4)
+    ctx.expire_session(4)
     ctx.c.handle(BrokerRegistration(4, 2, False), ("broker-4", "broker"))
     ctx.c.drain()
     ctx.unfence(4)
@@ -273,6 +282,7 @@ def test_a_replica_back_from_an_unclean_shutdown_leaves_the_elr() -> None:
     expects (3) there only because it turns ``useLastKnownLeaderInBalancedRecovery`` off
     (see the 4.1.0 tests below for the mode Kafka's controller runs in)."""
     ctx = _elr_ctx((1,), (2, 3))
+    ctx.expire_session(3)
     ctx.c.handle(BrokerRegistration(3, 2, False), ("broker-3", "broker"))
     ctx.c.drain()
     assert (ctx.p().isr, ctx.p().elr, ctx.p().last_known_elr) == ((1,), (2,), ())
@@ -289,6 +299,7 @@ def _restart_unclean(ctx: Ctx, broker: int) -> None:
     """``broker`` registers a new incarnation after an unclean shutdown (in Kafka's test
     context: ``handleBrokersShutdown(false, broker)``)."""
     rec = ctx.c.store.brokers[broker]
+    ctx.expire_session(broker)
     ctx.c.handle(BrokerRegistration(broker, rec.incarnation + 1, False),
                  (f"broker-{broker}", "broker"))
     ctx.c.drain()
