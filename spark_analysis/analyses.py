@@ -87,10 +87,7 @@ from spark_analysis.passes import (
 from spark_analysis.quorum import quorum_counts
 from spark_analysis.side_by_side import JOBS_AT_ONCE, side_by_side
 from spark_analysis.side_families import (
-    _isr_intervals,
-    _isr_transitions,
-    _lost_committed_offsets,
-    _outside_assignment,
+    SIDE_FAMILIES,
     isr_churn_per_minute,
     isr_intervals,
     isr_states,
@@ -100,20 +97,22 @@ from spark_analysis.side_families import (
     partition_health,
     possible_loss,
     scenario_topics,
+    side_families,
     top_churning_replicas,
 )
-from spark_analysis.statements import _SCENARIO, Cte, K, _count, _long_counts, _query, _zero
+from spark_analysis.statements import _SCENARIO, K, _count, _long_counts, _query, _zero
 from traces.checker import NOT_FROM_LOGS
 from traces.schema import ANOMALIES
 
 __all__ = [
     "ORDER_ANOMALIES", "RECORD_ANOMALIES", "ROLLUP_KNOBS", "SOURCE_SCHEMA", "TABLE_SCHEMA", "K",
-    "Analysis", "anomaly_counts", "anomaly_table", "anomaly_wide", "campaign_rollup",
+    "Analysis", "anomaly_counts", "anomaly_table", "anomaly_wide", "campaign_rollup", "rollup_rows",
     "committed_records", "final_records", "final_replicas", "final_source", "hw_regressions",
     "isr_churn_per_minute", "isr_intervals", "isr_states", "isr_transitions",
     "log_divergence", "lost_committed_offsets", "order_counts", "order_findings",
     "outside_assignment", "partition_health", "possible_loss", "record_counts",
-    "record_verdicts", "scenario_topics", "top_churning_replicas", "trace_meta",
+    "record_verdicts", "scenario_topics", "side_families", "top_churning_replicas",
+    "trace_meta",
 ]
 
 #: The schema of the anomaly table (``n`` is microseconds for ``under_min_isr``).
@@ -197,19 +196,15 @@ class Analysis:
 
     def builders(self) -> dict[str, Callable[[], DataFrame]]:
         """How to build each family's DataFrame of (tid, topic, partition, anomaly, n), by its
-        name (``record`` and ``order`` give several anomalies each, the others one). Building
+        name (``record`` and ``order`` give several anomalies each, the others one; ``side``
+        is the six families of ``SIDE_FAMILIES`` in one statement, each row led by its
+        family's index there, which ``families`` splits). Building
         is itself work (thousands of Py4J calls), so ``families`` does it in the thread that
         collects. The final source, which two of them read, is collected by the first of the
         two to start (``source``), in its thread: the other families need not wait for its
         small jobs (on 10M events the families' first jobs now start 1.6 s after the load
         instead of 5.8 s)."""
         data, spark = self.data, self.spark
-        side = {"side": data.side}
-
-        def sql(ctes: Sequence[Cte], select: str,
-                **frames: DataFrame) -> Callable[[], DataFrame]:
-            return lambda: _query(spark, ctes, select, **frames)
-
         return {
             "record": lambda: _query(
                 spark, [*_record_verdicts(), *_record_counts()],
@@ -219,29 +214,18 @@ class Analysis:
             "log_divergence": lambda: _query(
                 spark, [], _count("{divergence}", "log_divergence"),
                 divergence=self.divergence()),
-            "no_convergence": lambda: _query(
-                spark, [], _count("(SELECT * FROM {source} WHERE offline OR not_converged)",
-                                  "no_convergence"), source=self.source()),
-            "isr_churn": sql(_isr_transitions(),
-                             _count("(SELECT * FROM transitions WHERE churn)", "isr_churn"),
-                             **side),
-            "under_min_isr": sql(_isr_intervals(), """
-                SELECT $K, 'under_min_isr' AS anomaly, sum(duration_us) AS n FROM intervals
-                WHERE under_min_isr GROUP BY $K""", **side, traces=data.traces),
-            "lost_committed_offset": sql(_lost_committed_offsets(),
-                                         _count("lost_commits", "lost_committed_offset"),
-                                         **side),
-            "outside_assignment": sql(_outside_assignment(),
-                                      _count("outside", "outside_assignment"), **side),
-            "possible_loss": lambda: possible_loss(data.side),
+            # the six small families of ``side``, one statement: ``families`` splits its rows
+            "side": lambda: side_families(data, self.source()),
             "quorum": lambda: quorum_counts(data),   # spark_analysis.quorum
         }
 
     def families(self, on_start: Callable[[str], None] | None = None,
                  workers: int = JOBS_AT_ONCE) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         """Each family's name and rows (tid, topic, partition, anomaly, n), collected once,
-        in ``builders``' order; the families are built and collected ``workers`` at a time
-        (``side_by_side``). ``on_start(name)`` just before a family is built, in the thread
+        in ``builders``' order, ``side`` given as its six families (``SIDE_FAMILIES``, each
+        with its rows in the order the statement gave them); the builders are built and
+        collected ``workers`` at a time (``side_by_side``). ``on_start(name)`` just before a
+        builder is built (``side`` for the six), in the thread
         that builds it (a caller may label its jobs; ``bench/spark.py --profile`` times them
         one at a time, ``workers=1``)."""
         if self._family_rows is None:
@@ -253,9 +237,13 @@ class Analysis:
             done = []
             tasks = [(name, partial(collect, name, build))
                      for name, build in self.builders().items()]
-            for family in side_by_side(self.spark, tasks, workers):
-                done.append(family)
-                yield family
+            for name, rows in side_by_side(self.spark, tasks, workers):
+                split = ([(n, [r[1:] for r in rows if r[0] == i])
+                          for i, n in enumerate(SIDE_FAMILIES)] if name == "side"
+                         else [(name, rows)])
+                for family in split:
+                    done.append(family)
+                    yield family
             self._family_rows = done
         else:
             yield from self._family_rows
@@ -383,3 +371,34 @@ def campaign_rollup(wide: DataFrame, knob: str) -> DataFrame:
                    sum(CAST(lost_acked_write > 0 AS int)) AS traces_losing_acked
             FROM {{wide}} GROUP BY CAST(`{knob}` AS string))
         ORDER BY value""", wide=wide)
+
+
+def rollup_rows(wide_rows: Sequence[dict[str, Any]], knob: str) -> list[dict[str, Any]]:
+    """``campaign_rollup``'s rows, computed here from ``wide``'s rows already collected
+    (``isrlab analyze``'s text output, which had collected the five roll-ups again: five
+    more Spark executions for a few rows). The same definition as the SQL, which
+    ``tests/spark/test_rollups.py`` holds equal: rows grouped by the knob's value as a
+    string (Spark's cast: ``true``/``false``, decimal integers; null its own group), in
+    ascending order of it, nulls first; ``traces`` counts them; each anomaly and
+    ``traces_losing_acked`` (rows with ``lost_acked_write`` > 0) is a sum that skips nulls,
+    null when every value is."""
+    def text(v: Any) -> str | None:
+        return None if v is None else ("true" if v else "false") if isinstance(v, bool) \
+            else str(v)
+
+    def total(values: list[Any]) -> int | None:
+        known = [int(v) for v in values if v is not None]
+        return sum(known) if known else None
+
+    groups: dict[str | None, list[dict[str, Any]]] = {}
+    for r in wide_rows:
+        groups.setdefault(text(r[knob]), []).append(r)
+    out = []
+    for value in sorted(groups, key=lambda v: (v is not None, v or "")):
+        rows = groups[value]
+        out.append({"knob": knob, "value": value, "traces": len(rows),
+                    **{a: total([r[a] for r in rows]) for a in ANOMALIES},
+                    "traces_losing_acked": total([None if r["lost_acked_write"] is None
+                                                  else int(r["lost_acked_write"] > 0)
+                                                  for r in rows])})
+    return out

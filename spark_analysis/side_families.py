@@ -15,7 +15,7 @@ from typing import Final
 from pyspark.sql import DataFrame
 
 from spark_analysis.load import Loaded
-from spark_analysis.statements import _SCENARIO, Cte, _query
+from spark_analysis.statements import _SCENARIO, Cte, _count, _query
 
 
 def _scenario_topics() -> list[Cte]:
@@ -115,13 +115,9 @@ def outside_assignment(side: DataFrame) -> DataFrame:
     return _query(side.sparkSession, _outside_assignment(), "SELECT * FROM outside", side=side)
 
 
-def possible_loss(side: DataFrame) -> DataFrame:
-    """(K, anomaly, n): the signals of a possible loss a log shows (docs/anomalies.md §4d):
-    ``possible_committed_truncation`` (a ``log_truncate`` below the HW it names),
-    ``unclean_election`` (a ``leader_elected`` with ``election`` unclean) and
-    ``leader_epoch_regression`` (a ``leader_elected`` / ``become_leader`` whose epoch is below
-    the highest an earlier one of the partition carried)."""
-    return _query(side.sparkSession, [("epochs", """
+def _possible_loss() -> tuple[list[Cte], str]:
+    """``possible_loss``'s expressions and ``SELECT`` over ``{side}``."""
+    return [("epochs", """
         SELECT $K, leader_epoch,
                max(leader_epoch) OVER (PARTITION BY $K ORDER BY seq
                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
@@ -138,7 +134,17 @@ def possible_loss(side: DataFrame) -> DataFrame:
             UNION ALL
             SELECT $K, 'leader_epoch_regression' AS anomaly FROM epochs
             WHERE leader_epoch < before)
-        GROUP BY $K, anomaly""", side=side)
+        GROUP BY $K, anomaly"""
+
+
+def possible_loss(side: DataFrame) -> DataFrame:
+    """(K, anomaly, n): the signals of a possible loss a log shows (docs/anomalies.md §4d):
+    ``possible_committed_truncation`` (a ``log_truncate`` below the HW it names),
+    ``unclean_election`` (a ``leader_elected`` with ``election`` unclean) and
+    ``leader_epoch_regression`` (a ``leader_elected`` / ``become_leader`` whose epoch is below
+    the highest an earlier one of the partition carried)."""
+    ctes, select = _possible_loss()
+    return _query(side.sparkSession, ctes, select, side=side)
 
 
 def _isr_states() -> list[Cte]:
@@ -257,3 +263,47 @@ def top_churning_replicas(side: DataFrame, n: int = 20) -> DataFrame:
         SELECT topic, `partition`, replica, count(1) AS churns, count(DISTINCT tid) AS traces
         FROM transitions WHERE churn GROUP BY topic, `partition`, replica
         ORDER BY churns DESC, topic, `partition`, replica LIMIT {int(n)}""", side=side)
+
+
+# --------------------------------------------------------------------------- one statement
+
+
+#: The small families read from ``side`` (and the final source, collected), in the order
+#: their rows join the anomaly table: ``side_families`` computes them in one statement.
+SIDE_FAMILIES: Final = ("no_convergence", "isr_churn", "under_min_isr",
+                        "lost_committed_offset", "outside_assignment", "possible_loss")
+
+
+def _side_family_selects() -> list[tuple[list[Cte], str]]:
+    """Each of ``SIDE_FAMILIES``' expressions and ``SELECT`` of (K, anomaly, n)."""
+    return [
+        ([], _count("(SELECT * FROM {source} WHERE offline OR not_converged)",
+                    "no_convergence")),
+        (_isr_transitions(), _count("(SELECT * FROM transitions WHERE churn)", "isr_churn")),
+        (_isr_intervals(), """
+            SELECT $K, 'under_min_isr' AS anomaly, sum(duration_us) AS n FROM intervals
+            WHERE under_min_isr GROUP BY $K"""),
+        (_lost_committed_offsets(), _count("lost_commits", "lost_committed_offset")),
+        (_outside_assignment(), _count("outside", "outside_assignment")),
+        _possible_loss(),
+    ]
+
+
+def side_families(data: Loaded, source: DataFrame) -> DataFrame:
+    """(family, K, anomaly, n): the rows of every family of ``SIDE_FAMILIES``, ``family``
+    being its index there, in one statement (``UNION ALL`` of the families' ``SELECT``s,
+    their expressions shared where they are the same: the ISR states).
+
+    One statement rather than six: each is a few thousand rows at most, so each cost the
+    analysis a Catalyst analysis, optimisation and planning of its own, its jobs and their
+    stages' scheduling — the run of ``make demo``'s trace is mostly such fixed costs
+    (``docs/performance.md``). Each branch is planned as it was alone (the same aggregates
+    and windows over the same scans of ``side``) and ``UNION ALL`` concatenates the
+    branches' partitions in order, so splitting the rows by ``family`` gives each family's
+    rows as its own statement gave them."""
+    parts = _side_family_selects()
+    ctes = [c for part_ctes, _ in parts for c in part_ctes]
+    select = "\nUNION ALL\n".join(f"SELECT {i} AS family, * FROM ({select})"
+                                  for i, (_, select) in enumerate(parts))
+    return _query(data.side.sparkSession, ctes, select, side=data.side, traces=data.traces,
+                  source=source)
