@@ -86,7 +86,8 @@ def one(kind: str, trace: str) -> dict[str, Any]:
     jvm = _tree_cpu(sc._gateway.proc.pid) if sc is not None and sc._gateway else 0.0  # noqa: SLF001
     me = resource.getrusage(resource.RUSAGE_SELF)
     jobs = executions = None
-    if sc is not None:   # what the session ran: Spark jobs, and SQL executions (each planned)
+    # what the session ran: its Spark jobs, and its SQL executions (each one planned)
+    if sc is not None and sc._jvm is not None:  # noqa: SLF001
         jobs = len(sc.statusTracker().getJobIdsForGroup(None))
         session = sc._jvm.org.apache.spark.sql.SparkSession.active()  # noqa: SLF001
         executions = int(session.sharedState().statusStore().executionsCount())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -55,7 +56,8 @@ def test_the_text_rollups_are_the_written_rollups_row_for_row(spark: SparkSessio
 
 
 def test_a_rollup_sums_skip_nulls_and_a_group_of_nulls_sums_to_null() -> None:
-    rows = [{"acks": "all", "imported": True, **dict.fromkeys(ANOMALIES, None)},
+    rows: list[dict[str, Any]] = [
+            {"acks": "all", "imported": True, **dict.fromkeys(ANOMALIES, None)},
             {"acks": None, **dict.fromkeys(ANOMALIES, 0), "lost_acked_write": 3},
             {"acks": "all", **dict.fromkeys(ANOMALIES, 1)},
             {"acks": "1", **dict.fromkeys(ANOMALIES, 0)}]
