@@ -15,7 +15,8 @@ as a user waits for it), one after the other:
 For each: the wall seconds from starting the process to its end (the interpreter's start,
 the imports, the JVM's start and stop included), and the CPU seconds of the process and of
 the driver JVM with everything below it (Spark's Python workers), read from ``/proc`` just
-before the JVM stops (a shell's ``time`` sees only Python: the JVM is not its waited-for
+before the JVM stops, and the Spark jobs and SQL executions the session ran (a temporary
+view counts as an execution) (a shell's ``time`` sees only Python: the JVM is not its waited-for
 child). Rounds alternate floor / analyze, so a machine whose speed wanders (this shared VM:
 see ``bench/spark.py``) slows both alike; the medians and the ratio of the wall medians
 are printed last. Issue 51's bar: the ratio at most 2.0.
@@ -84,7 +85,14 @@ def one(kind: str, trace: str) -> dict[str, Any]:
     sc = SparkContext._active_spark_context  # noqa: SLF001 - the driver JVM's process
     jvm = _tree_cpu(sc._gateway.proc.pid) if sc is not None and sc._gateway else 0.0  # noqa: SLF001
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return {"kind": kind, "exit": code, "cpu": jvm + me.ru_utime + me.ru_stime}
+    jobs = executions = None
+    # what the session ran: its Spark jobs, and its SQL executions (each one planned)
+    if sc is not None and sc._jvm is not None:  # noqa: SLF001
+        jobs = len(sc.statusTracker().getJobIdsForGroup(None))
+        session = sc._jvm.org.apache.spark.sql.SparkSession.active()  # noqa: SLF001
+        executions = int(session.sharedState().statusStore().executionsCount())
+    return {"kind": kind, "exit": code, "cpu": jvm + me.ru_utime + me.ru_stime, "jobs": jobs,
+            "executions": executions}
 
 
 def measure(kind: str, trace: str) -> dict[str, Any]:
@@ -121,8 +129,8 @@ def main(argv: list[str]) -> int:
         for kind in ("floor", "analyze"):
             m = measure(kind, trace)
             runs[kind].append(m)
-            print(f"round {r + 1}  {kind:8s} {m['wall']:6.1f} s wall  {m['cpu']:6.1f} CPU s",
-                  flush=True)
+            print(f"round {r + 1}  {kind:8s} {m['wall']:6.1f} s wall  {m['cpu']:6.1f} CPU s  "
+                  f"{m['jobs']} jobs, {m['executions']} SQL executions", flush=True)
     med = {k: {"wall": statistics.median(m["wall"] for m in v),
                "cpu": statistics.median(m["cpu"] for m in v)} for k, v in runs.items()}
     ratio = med["analyze"]["wall"] / med["floor"]["wall"]

@@ -323,23 +323,19 @@ def _analyze(args: argparse.Namespace) -> int:
         short = ["trace", "scenario", "seed", "verdict", *[a for a in ANOMALIES if totals[a]]]
         print(_table("per trace", [{**r, "verdict": verdicts[r["trace"]].word}
                                    for r in per_trace], short))
-        shown = [*[f"rollup_{knob}" for knob in A.ROLLUP_KNOBS], "top_churning_replicas"]
-        builders = analysis.view_builders()
-
-        def rows_of(build: Callable[[], DataFrame]) -> list[dict[str, Any]]:
-            return [r.asDict() for r in build().collect()]
-
-        views = dict(side_by_side(spark, [(name, partial(rows_of, builders[name]))
-                                          for name in shown]))
+        # the roll-ups from the per-trace rows collected above (no Spark job); the top
+        # churning replicas, read from the side lines, are the one view still collected
+        churning = [r.asDict() for r in
+                    analysis.view_builders()["top_churning_replicas"]().collect()]
         for knob in A.ROLLUP_KNOBS:
-            rows = views[f"rollup_{knob}"]
+            rows = A.rollup_rows(per_trace, knob)
             print()
             print(_table(f"by {knob}", rows,
                          ["value", "traces", "traces_losing_acked",
                           *[a for a in ANOMALIES if totals[a]]]))
         print()
         print(_table("top churning replicas",
-                     views["top_churning_replicas"],
+                     churning,
                      ["topic", "partition", "replica", "churns", "traces"]))
         if args.explain:
             print()
