@@ -157,7 +157,7 @@ CODEGEN_CACHE_ENTRIES: Final = 1000
 #: ``docs/performance.md``). Without the number the name is
 #: ``GeneratedIteratorForCodegenStage``: stack traces lose the stage's number, nothing
 #: else. (The analyses' lambda variables, the other varying name in the code, are written
-#: with fixed names: ``analyses._stable``.)
+#: in their SQL statements with fixed names.)
 STABLE_CODE: Final = {"spark.sql.codegen.useIdInClassName": "false"}
 
 

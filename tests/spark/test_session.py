@@ -213,7 +213,7 @@ def test_a_second_analysis_of_the_same_traces_compiles_no_new_classes(
 
     first, second = analyse(), analyse()
     # the first may find classes of earlier tests cached; a pass needs far more than 100.
-    # In a fresh JVM the second compiles none (before ``STABLE_CODE`` and ``_stable``,
+    # In a fresh JVM the second compiles none (before ``STABLE_CODE`` and fixed lambda names,
     # about 10: renamed stages and lambda variables; the next test holds that); in a JVM
     # whose earlier tests filled the cache, a few the cache's segmented LRU (Guava's: each
     # segment evicts on its own) let go although the whole holds the pass: 14 in one CI run
@@ -226,7 +226,7 @@ def test_an_analysis_built_again_generates_the_same_code(
     """Built a second time, the analyses that use higher-order functions (``filter``,
     ``transform``, ``exists`` with a lambda) generate the same Java source, so the second
     run compiles nothing: their lambda variables keep the names written in them
-    (``analyses._stable``; PySpark's own lambdas are named afresh, ``x_3`` then ``x_11``, and
+    (written in the SQL statements; PySpark's own lambdas are named afresh, ``x_3`` then ``x_11``, and
     the name is in the code), and a whole-stage class is not named after its stage's number
     (``session.STABLE_CODE``: adaptive execution numbered the same stage differently from
     one analysis to the next). Each such miss was compiled by Janino and then by the JIT
