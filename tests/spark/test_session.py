@@ -226,8 +226,8 @@ def test_an_analysis_built_again_generates_the_same_code(
     """Built a second time, the analyses that use higher-order functions (``filter``,
     ``transform``, ``exists`` with a lambda) generate the same Java source, so the second
     run compiles nothing: their lambda variables keep the names written in them
-    (written in the SQL statements; PySpark's own lambdas are named afresh, ``x_3`` then ``x_11``, and
-    the name is in the code), and a whole-stage class is not named after its stage's number
+    (in the SQL statements; PySpark's own lambdas are named afresh, ``x_3`` then ``x_11``,
+    and the name is in the code), and a whole-stage class is not named after its stage's number
     (``session.STABLE_CODE``: adaptive execution numbered the same stage differently from
     one analysis to the next). Each such miss was compiled by Janino and then by the JIT
     from the interpreter up, in every warm pass."""
