@@ -220,7 +220,62 @@ def records_between(before: _Snapshot, st: ControllerStore) -> list[tuple[Any, .
     return out
 
 
-class QuorumController(Machine):
+class _RaftShell(Machine):
+    """What a controller and a broker's observer share of the Raft shell
+    (docs/kraft-quorum.md): an inbound envelope handed to the client, a request in flight
+    per peer (failed on a connection reset), the client's outbox sent in envelopes, and
+    one timer kept at the deadline ``poll`` returns (a token makes stale ones no-ops)."""
+
+    voters: tuple[int, ...]
+    client: KafkaRaftClient | None
+    _inflight: dict[int, int]
+    _tick_token: int
+    _tick_at: int
+
+    def _step(self) -> None:
+        raise NotImplementedError
+
+    def _deliver(self, msg: RaftEnvelope, peer: int) -> None:
+        """An envelope from ``peer`` to the client (one it cannot decode is dropped), then
+        a step."""
+        client = self.client
+        assert client is not None
+        try:
+            inner = unwrap(msg)
+        except (ValueError, TypeError):
+            return
+        if msg.is_response:
+            if self._inflight.get(peer) == msg.correlation_id:
+                del self._inflight[peer]
+            client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
+        else:
+            client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
+        self._step()
+
+    def connection_reset(self, peer: str) -> None:
+        pid = raft_node_id(peer)
+        corr = self._inflight.pop(pid, None)
+        if corr is not None and self.client is not None:
+            self.client.handle_send_failure(pid, corr, self.now_ms)
+            self._step()
+
+    def _send_raft(self, destination: int, correlation_id: int, is_response: bool,
+                   message: Any) -> None:
+        if not is_response:
+            self._inflight[destination] = correlation_id
+        self.send(raft_address(destination, self.voters),
+                  envelope(correlation_id, is_response, message))
+
+    def _arm(self, deadline: int) -> None:
+        """Keep the one timer at ``deadline`` (ms; ``FOREVER``: none needed)."""
+        if deadline != FOREVER and deadline != self._tick_at:
+            self._tick_token += 1
+            self._tick_at = deadline
+            self._out.append(Timer(max(0, deadline * 1000 - self.now_us),
+                                   RaftTick(self._tick_token)))
+
+
+class QuorumController(_RaftShell):
     """One controller node of the quorum (see the module note)."""
 
     def __init__(self, node: str, node_id: int, voters: tuple[int, ...], disk: ControllerDisk,
@@ -275,19 +330,8 @@ class QuorumController(Machine):
         t = type(msg)
         if t is RaftEnvelope:
             peer = raft_node_id(src[0])
-            if peer < 0:
-                return
-            try:
-                inner = unwrap(msg)
-            except (ValueError, TypeError):
-                return
-            if msg.is_response:
-                if self._inflight.get(peer) == msg.correlation_id:
-                    del self._inflight[peer]
-                client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
-            else:
-                client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
-            self._step()
+            if peer >= 0:
+                self._deliver(msg, peer)
         elif t is RaftTick:
             if msg.token == self._tick_token:
                 self._tick_at = -1
@@ -301,13 +345,6 @@ class QuorumController(Machine):
             elif isinstance(msg, _REDIRECTED):
                 leader = client.quorum.leader_id
                 self.send(src, NotController(-1 if leader is None else leader))
-
-    def connection_reset(self, peer: str) -> None:
-        pid = raft_node_id(peer)
-        corr = self._inflight.pop(pid, None)
-        if corr is not None and self.client is not None:
-            self.client.handle_send_failure(pid, corr, self.now_ms)
-            self._step()
 
     # -- the shell ------------------------------------------------------------------------
     def _step(self) -> None:
@@ -330,11 +367,7 @@ class QuorumController(Machine):
             self._trace_appends()
             if client.log.end_offset == end:
                 break
-        if deadline != FOREVER and deadline != self._tick_at:
-            self._tick_token += 1
-            self._tick_at = deadline
-            self._out.append(Timer(max(0, deadline * 1000 - self.now_us), RaftTick(
-                self._tick_token)))
+        self._arm(deadline)
 
     def _trace_appends(self) -> None:
         """``raft_truncate`` and ``raft_append``: how this node's log changed since the last
@@ -381,10 +414,7 @@ class QuorumController(Machine):
             if o.is_response and type(m) is VoteResponse:
                 self.emit("raft_vote", voter=self.node_id, candidate=o.destination,
                           epoch=m.leader_epoch, granted=m.vote_granted)
-            if not o.is_response:
-                self._inflight[o.destination] = o.correlation_id
-            self.send(raft_address(o.destination, self.voters),
-                      envelope(o.correlation_id, o.is_response, m))
+            self._send_raft(o.destination, o.correlation_id, o.is_response, m)
 
     def _trace_raft(self) -> None:
         client = self.client
@@ -531,7 +561,7 @@ class MetadataHost(Protocol):
     def on_metadata(self, partitions: list[tuple[str, int]], brokers: bool) -> None: ...
 
 
-class MetadataObserver(Machine):
+class MetadataObserver(_RaftShell):
     """A broker's Raft *observer* of the metadata log (KIP-595, KIP-631): actor ``raft``
     of node ``broker-<id>``, beside the broker actor that adopts it.
 
@@ -593,28 +623,10 @@ class MetadataObserver(Machine):
         t = type(msg)
         if t is RaftEnvelope:
             peer = raft_node_id(src[0])
-            if peer not in self.voters:
-                return
-            try:
-                inner = unwrap(msg)
-            except (ValueError, TypeError):
-                return
-            if msg.is_response:
-                if self._inflight.get(peer) == msg.correlation_id:
-                    del self._inflight[peer]
-                client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
-            else:
-                client.handle_request(peer, msg.correlation_id, inner, self.now_ms)
-            self._step()
+            if peer in self.voters:
+                self._deliver(msg, peer)
         elif t is RaftTick and msg.token == self._tick_token:
             self._tick_at = -1
-            self._step()
-
-    def connection_reset(self, peer: str) -> None:
-        pid = raft_node_id(peer)
-        corr = self._inflight.pop(pid, None)
-        if corr is not None and self.client is not None:
-            self.client.handle_send_failure(pid, corr, self.now_ms)
             self._step()
 
     def _step(self) -> None:
@@ -622,10 +634,7 @@ class MetadataObserver(Machine):
         assert client is not None
         deadline = client.poll(self.now_ms)
         for o in client.drain():
-            if not o.is_response:
-                self._inflight[o.destination] = o.correlation_id
-            self.send(raft_address(o.destination, self.voters),
-                      envelope(o.correlation_id, o.is_response, o.message))
+            self._send_raft(o.destination, o.correlation_id, o.is_response, o.message)
         leader = client.quorum.leader_id
         if leader is not None and leader != self.leader:
             self.leader = leader
@@ -638,11 +647,7 @@ class MetadataObserver(Machine):
             # backoffBeforeAvailableVoter answers 0): in real time the spin lasts until
             # the answer or the request timeout; in virtual time it would never end
             deadline = max(deadline, self.now_ms + OBSERVER_SPIN_MS)
-        if deadline != FOREVER and deadline != self._tick_at:
-            self._tick_token += 1
-            self._tick_at = deadline
-            self._out.append(Timer(max(0, deadline * 1000 - self.now_us),
-                                   RaftTick(self._tick_token)))
+        self._arm(deadline)
 
     def _apply(self) -> None:
         """The committed records not applied yet, in offset order; then the broker acts."""
