@@ -161,18 +161,47 @@ class _InnerTimer:
 
 
 # -- metadata records ------------------------------------------------------------------------
+#: PartitionRecord's fields in record order (after topic and partition), and those that are
+#: lists of broker ids (tuples in the image; msgpack brings them back as lists)
+_PARTITION_FIELDS: Final = ("replicas", "min_isr", "unclean", "leader", "leader_epoch", "isr",
+                            "elr", "last_known_elr", "partition_epoch", "recovering",
+                            "adding", "removing")
+_ID_LISTS: Final = frozenset(("replicas", "isr", "elr", "last_known_elr", "adding",
+                              "removing"))
+#: the records that change a partition, and those that change a broker's registration
+PARTITION_RECORDS: Final = ("PartitionRecord", "PartitionChangeRecord")
+BROKER_RECORDS: Final = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord",
+                         "UnregisterBrokerRecord")
+
+
 def partition_record(p: PartitionRecord) -> tuple[Any, ...]:
-    return ("PartitionRecord", p.topic, p.partition, tuple(p.replicas), p.min_isr, p.unclean,
-            p.leader, p.leader_epoch, tuple(p.isr), tuple(p.elr), tuple(p.last_known_elr),
-            p.partition_epoch, p.recovering, tuple(p.adding), tuple(p.removing))
+    """``PartitionRecord``: a partition as it is created (the whole registration)."""
+    return ("PartitionRecord", p.topic, p.partition,
+            *(getattr(p, f) for f in _PARTITION_FIELDS))
+
+
+def partition_change_record(before: tuple[Any, ...], after: tuple[Any, ...]
+                            ) -> tuple[Any, ...]:
+    """``PartitionChangeRecord``: the fields of partition ``after`` (a ``partition_record``)
+    that differ from ``before``, as (field, value) pairs in record order (Kafka's
+    ``PartitionChangeBuilder.build`` sets only what changed; isrlab also writes the leader
+    and partition epochs the change bumps, which Kafka derives when it replays)."""
+    return ("PartitionChangeRecord", after[1], after[2],
+            tuple((f, a) for f, b, a in zip(_PARTITION_FIELDS, before[3:], after[3:],
+                                            strict=True) if a != b))
 
 
 def broker_record(b: int, r: BrokerRecord) -> tuple[Any, ...]:
-    return ("BrokerRecord", b, r.epoch, r.incarnation, r.fenced, r.shutting_down)
+    """``RegisterBrokerRecord``: broker ``b``'s registration (a new incarnation or epoch)."""
+    return ("RegisterBrokerRecord", b, r.epoch, r.incarnation, r.fenced, r.shutting_down)
 
 
 def meta_record(st: ControllerStore) -> tuple[Any, ...]:
     return ("ControllerMeta", st.controller_epoch, st.next_broker_epoch, st.bootstrapped)
+
+
+def _partition_value(name: str, value: Any) -> Any:
+    return tuple(value) if name in _ID_LISTS else value
 
 
 def apply_record(st: ControllerStore, rec: Any) -> None:
@@ -182,15 +211,22 @@ def apply_record(st: ControllerStore, rec: Any) -> None:
     kind = rec[0]
     if kind == "PartitionRecord":
         st.partitions[(rec[1], rec[2])] = PartitionRecord(
-            rec[1], rec[2], tuple(rec[3]), rec[4], rec[5], rec[6], rec[7], tuple(rec[8]),
-            tuple(rec[9]), tuple(rec[10]), rec[11], rec[12], tuple(rec[13]), tuple(rec[14]))
-    elif kind == "BrokerRecord":
+            rec[1], rec[2], *(_partition_value(f, v)
+                              for f, v in zip(_PARTITION_FIELDS, rec[3:], strict=True)))
+    elif kind == "PartitionChangeRecord":
+        p = st.partitions[(rec[1], rec[2])]
+        for name, value in rec[3]:
+            setattr(p, name, _partition_value(name, value))
+    elif kind == "RegisterBrokerRecord":
         st.brokers[rec[1]] = BrokerRecord(rec[2], rec[3], rec[4], rec[5])
+    elif kind == "BrokerRegistrationChangeRecord":
+        r = st.brokers[rec[1]]
+        r.fenced, r.shutting_down = rec[3], rec[4]
     elif kind == "UnregisterBrokerRecord":
         st.brokers.pop(rec[1], None)
     elif kind == "ControllerMeta":
         st.controller_epoch, st.next_broker_epoch, st.bootstrapped = rec[1], rec[2], rec[3]
-    elif kind != "Trace":
+    elif kind not in ("TopicRecord", "Trace"):
         raise ValueError(f"unknown metadata record {kind!r}")
 
 
@@ -204,19 +240,37 @@ def _snapshot(st: ControllerStore) -> _Snapshot:
 
 
 def records_between(before: _Snapshot, st: ControllerStore) -> list[tuple[Any, ...]]:
-    """The records that turn image ``before`` into ``st`` (in a canonical order)."""
+    """The records that turn image ``before`` into ``st``, in Kafka's vocabulary and a
+    canonical order: a ``RegisterBrokerRecord`` for a new registration (a new broker epoch),
+    a ``BrokerRegistrationChangeRecord`` when only its fencing or controlled shutdown
+    changed (3.7.0 ``ClusterControlManager``, metadata versions that have the record), an
+    ``UnregisterBrokerRecord``; a ``TopicRecord`` before the first partition of a new
+    topic, a ``PartitionRecord`` for a new partition, a ``PartitionChangeRecord`` with the
+    changed fields otherwise. The controller's decisions change a working image and this
+    writes what changed, so every path (registration, fencing, AlterPartition, elections,
+    reassignments, creation) writes records of the same shape as Kafka's."""
     after = _snapshot(st)
     out: list[tuple[Any, ...]] = []
     if after[2] != before[2]:
         out.append(after[2])
     for b in sorted(set(before[1]) | set(after[1])):
-        if b not in after[1]:
+        old, new = before[1].get(b), after[1].get(b)
+        if new is None:
             out.append(("UnregisterBrokerRecord", b))
-        elif before[1].get(b) != after[1][b]:
-            out.append(after[1][b])
+        elif old is None or old[2:4] != new[2:4]:
+            out.append(new)
+        elif old != new:
+            out.append(("BrokerRegistrationChangeRecord", b, new[2], new[4], new[5]))
+    topics = {k[0] for k in before[0]}
     for k in sorted(after[0]):
-        if before[0].get(k) != after[0][k]:
-            out.append(after[0][k])
+        old, new = before[0].get(k), after[0][k]
+        if old is None:
+            if k[0] not in topics:
+                topics.add(k[0])
+                out.append(("TopicRecord", k[0]))
+            out.append(new)
+        elif old != new:
+            out.append(partition_change_record(old, new))
     return out
 
 
@@ -661,9 +715,9 @@ class MetadataObserver(_RaftShell):
         for offset, _epoch, rec in client.log.committed(first):
             apply_record(self.image, rec)
             if type(rec) is tuple:
-                if rec[0] == "PartitionRecord":
+                if rec[0] in PARTITION_RECORDS:
                     partitions[(rec[1], rec[2])] = None
-                elif rec[0] in ("BrokerRecord", "UnregisterBrokerRecord"):
+                elif rec[0] in BROKER_RECORDS:
                     brokers = True
             self.applied = offset + 1
         self.emit("metadata_apply", voter=self.broker_id, first=first, offset=self.applied - 1,

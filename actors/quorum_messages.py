@@ -11,14 +11,19 @@ the core's :class:`LeaderChangeMessage`, which is carried as the tuple
 **Metadata records** (KIP-631's ``__cluster_metadata`` records, flattened to tuples so that
 msgpack carries them as they are):
 
+* ``("TopicRecord", topic)``: before the first partition of a new topic;
 * ``("PartitionRecord", topic, partition, replicas, min_isr, unclean, leader, leader_epoch,
   isr, elr, last_known_elr, partition_epoch, recovering, adding, removing)``: a partition's
-  whole registration after a change (Kafka writes a ``PartitionRecord`` when a partition is
-  created and a ``PartitionChangeRecord`` with the changed fields after; isrlab writes the
-  whole state every time: the same state once applied);
-* ``("BrokerRecord", broker, broker_epoch, incarnation, fenced, shutting_down)``:
-  ``RegisterBrokerRecord`` / ``BrokerRegistrationChangeRecord`` (fence, unfence, in
-  controlled shutdown), again as the whole registration;
+  whole registration, when it is created;
+* ``("PartitionChangeRecord", topic, partition, ((field, value), ...))``: the fields of the
+  ``PartitionRecord`` that a change set (leader, ISR, ELR, assignment, ...), as Kafka's
+  ``PartitionChangeRecord`` carries only what changed; isrlab also writes the leader and
+  partition epochs, which Kafka's replay derives;
+* ``("RegisterBrokerRecord", broker, broker_epoch, incarnation, fenced, shutting_down)``: a
+  registration (a new incarnation or broker epoch);
+* ``("BrokerRegistrationChangeRecord", broker, broker_epoch, fenced, shutting_down)``:
+  fencing, unfencing, entering controlled shutdown (Kafka's record of the same name; the
+  ``FenceBrokerRecord``/``UnfenceBrokerRecord`` of older metadata versions are not used);
 * ``("UnregisterBrokerRecord", broker)``;
 * ``("ControllerMeta", controller_epoch, next_broker_epoch, bootstrapped)``: isrlab's own
   counters (Kafka derives the broker epoch from the registration record's offset and the
