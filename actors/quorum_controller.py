@@ -277,12 +277,16 @@ def records_between(before: _Snapshot, st: ControllerStore) -> list[tuple[Any, .
 class _RaftShell(Machine):
     """What a controller and a broker's observer share of the Raft shell
     (docs/kraft-quorum.md): an inbound envelope handed to the client, a request in flight
-    per peer (failed on a connection reset), the client's outbox sent in envelopes, and
-    one timer kept at the deadline ``poll`` returns (a token makes stale ones no-ops)."""
+    per peer (failed on a connection reset, or once ``quorum.request.timeout.ms`` passes
+    unanswered), the client's outbox sent in envelopes, and one timer kept at the earlier
+    of the deadline ``poll`` returns and the first request's timeout (a token makes stale
+    ones no-ops)."""
 
     voters: tuple[int, ...]
     client: KafkaRaftClient | None
-    _inflight: dict[int, int]
+    config: QuorumConfig
+    #: the request in flight to each peer: (correlation id, when it was sent, ms)
+    _inflight: dict[int, tuple[int, int]]
     _tick_token: int
     _tick_at: int
 
@@ -299,7 +303,8 @@ class _RaftShell(Machine):
         except (ValueError, TypeError):
             return
         if msg.is_response:
-            if self._inflight.get(peer) == msg.correlation_id:
+            sent = self._inflight.get(peer)
+            if sent is not None and sent[0] == msg.correlation_id:
                 del self._inflight[peer]
             client.handle_response(peer, msg.correlation_id, inner, self.now_ms)
         else:
@@ -308,20 +313,49 @@ class _RaftShell(Machine):
 
     def connection_reset(self, peer: str) -> None:
         pid = raft_node_id(peer)
-        corr = self._inflight.pop(pid, None)
-        if corr is not None and self.client is not None:
-            self.client.handle_send_failure(pid, corr, self.now_ms)
+        sent = self._inflight.pop(pid, None)
+        if sent is not None and self.client is not None:
+            self.client.handle_send_failure(pid, sent[0], self.now_ms)
             self._step()
+
+    def _on_tick(self, tick: RaftTick) -> None:
+        """The timer: requests unanswered for ``quorum.request.timeout.ms`` fail first.
+        Kafka's ``KafkaNetworkChannel`` sends through a ``NetworkClient`` built with that
+        timeout (3.7.0 ``RaftManager.buildNetworkChannel``): a request it times out
+        disconnects the node (``NetworkClient.handleTimedOutRequests``) and completes with
+        ``BROKER_NOT_AVAILABLE`` (``KafkaNetworkChannel.sendOnComplete``), which the client
+        handles as a failed request (backoff, then another voter). Without it, a request
+        whose frames a crash discarded while a cut held them waited forever: an observer
+        fetching from that voter stopped following the quorum (campaign seed 72)."""
+        if tick.token != self._tick_token:
+            return
+        self._tick_at = -1
+        client = self.client
+        assert client is not None
+        timeout = self.config.request_timeout_ms
+        for pid in sorted(self._inflight):
+            corr, sent_ms = self._inflight[pid]
+            if self.now_ms >= sent_ms + timeout:
+                del self._inflight[pid]
+                peer = raft_address(pid, self.voters)[0]
+                self.emit("request_failed", peer=peer, request="Raft", reason="timeout")
+                self.disconnect(peer)
+                client.handle_send_failure(pid, corr, self.now_ms)
+        self._step()
 
     def _send_raft(self, destination: int, correlation_id: int, is_response: bool,
                    message: Any) -> None:
         if not is_response:
-            self._inflight[destination] = correlation_id
+            self._inflight[destination] = (correlation_id, self.now_ms)
         self.send(raft_address(destination, self.voters),
                   envelope(correlation_id, is_response, message))
 
     def _arm(self, deadline: int) -> None:
-        """Keep the one timer at ``deadline`` (ms; ``FOREVER``: none needed)."""
+        """Keep the one timer at ``deadline`` (ms; ``FOREVER``: none needed), or earlier
+        at the first in-flight request's timeout."""
+        if self._inflight:
+            deadline = min(deadline, self.config.request_timeout_ms
+                           + min(sent for _, sent in self._inflight.values()))
         if deadline != FOREVER and deadline != self._tick_at:
             self._tick_token += 1
             self._tick_at = deadline
@@ -358,7 +392,7 @@ class QuorumController(_RaftShell):
         #: the epoch of each entry of the log as traced so far (``_trace_appends``)
         self._traced_epochs = [e for _, e, _ in disk.log.entries]
         #: the request in flight to each peer (for a connection reset)
-        self._inflight: dict[int, int] = {}
+        self._inflight: dict[int, tuple[int, int]] = {}
         # the active controller
         self.active_epoch = -1
         self.working: ControllerStore | None = None
@@ -387,9 +421,7 @@ class QuorumController(_RaftShell):
             if peer >= 0:
                 self._deliver(msg, peer)
         elif t is RaftTick:
-            if msg.token == self._tick_token:
-                self._tick_at = -1
-                self._step()
+            self._on_tick(msg)
         elif t is _InnerTimer:
             if self.inner is not None and msg.generation == self._generation:
                 self._run(msg.msg, (self.node, self.name))
@@ -656,7 +688,7 @@ class MetadataObserver(_RaftShell):
         self.leader: int | None = None
         self._tick_token = 0
         self._tick_at = -1
-        self._inflight: dict[int, int] = {}
+        self._inflight: dict[int, tuple[int, int]] = {}
 
     @property
     def offset(self) -> int:
@@ -679,9 +711,8 @@ class MetadataObserver(_RaftShell):
             peer = raft_node_id(src[0])
             if peer in self.voters:
                 self._deliver(msg, peer)
-        elif t is RaftTick and msg.token == self._tick_token:
-            self._tick_at = -1
-            self._step()
+        elif t is RaftTick:
+            self._on_tick(msg)
 
     def _step(self) -> None:
         client = self.client

@@ -23,7 +23,7 @@ import orjson
 
 from actors.broker import Broker
 from actors.controller import BrokerRecord, ControllerStore, PartitionRecord
-from actors.core import Send
+from actors.core import Disconnect, Emit, Send, Timer
 from actors.log import BrokerDisk
 from actors.messages import (
     BrokerHeartbeat,
@@ -35,6 +35,7 @@ from actors.messages import (
 )
 from actors.quorum_controller import (
     MetadataObserver,
+    RaftTick,
     apply_record,
     broker_record,
     partition_record,
@@ -243,3 +244,28 @@ def test_a_broker_acts_only_once_it_has_applied_its_own_registration() -> None:
     broker.on_metadata([("orders", 0)], False)
     states = [s.msg for s in _sends(broker) if type(s.msg) is PartitionState]
     assert [(m.leader, m.leader_epoch, m.controller_epoch) for m in states] == [(2, 4, 2)]
+
+
+def test_a_raft_request_unanswered_for_the_request_timeout_fails_and_closes_the_connection(
+        ) -> None:
+    """3.7.0 ``KafkaNetworkChannel`` sends through a ``NetworkClient`` with
+    ``quorum.request.timeout.ms``: a request it times out closes the connection and
+    completes with ``BROKER_NOT_AVAILABLE``, which the client handles as a failed request
+    (that voter backs off; ``RequestManager.findReadyVoter`` asks another). Without the
+    transport's timeout, a fetch whose frames a crash discarded while a cut held them was
+    never failed: an observer that had asked that voter polled with no deadline and
+    stopped following the quorum (a campaign's seed 72: three partitions never
+    converged)."""
+    _, obs = _broker()
+    obs.start()
+    effects = [(0, e) for e in obs.drain()]
+    first = next(e for _, e in effects if type(e) is Send)
+    while obs.now_us < 2_000_000:   # deliver the observer's live timer, as the runtime does
+        obs.now_us = max(t + e.delay_us for t, e in effects
+                         if type(e) is Timer and e.msg.token == obs._tick_token)  # noqa: SLF001
+        obs.handle(RaftTick(obs._tick_token), ("broker-1", "raft"))  # noqa: SLF001
+        effects += [(obs.now_us, e) for e in obs.drain()]
+    failed = [(t, e.fields["peer"]) for t, e in effects
+              if type(e) is Emit and e.event == "request_failed"]
+    assert failed[0] == (2_000_000, first.dst[0])   # quorum.request.timeout.ms after it
+    assert (2_000_000, Disconnect(first.dst[0])) in effects
