@@ -76,6 +76,9 @@ from traces.writer import TraceWriter
 US = 1_000_000
 FINAL_LOG_CHUNK = 5000
 #: the cyclic collector's thresholds during a run (see :func:`_young_gc_only`)
+#: the admin client's ``default.api.timeout.ms`` and ``retry.backoff.ms`` (``_admin``)
+ADMIN_TIMEOUT_MS = 60_000
+ADMIN_RETRY_MS = 100
 GC_YOUNG_THRESHOLD = 10_000
 GC_FULL_EVERY = 100
 
@@ -632,12 +635,11 @@ class Cluster:
 
     def elect_preferred(self, partitions: list[str]) -> None:
         """``kafka-leader-election --election-type preferred`` for ``partitions`` (names;
-        none: every partition), delivered to the controller."""
-        n = self.sched.nodes.get(self.active_controller())
-        if n is None or n.state == "down":
-            return
+        none: every partition), delivered to the controller (``_admin``)."""
         parts = tuple(sorted((t, int(p)) for t, _, p in (x.rpartition("-") for x in partitions)))
-        self.sched.inject(self._controller_address(), ElectLeaders("preferred", parts, 0))
+        self._admin(ElectLeaders("preferred", parts, 0), lambda: self.sched.emit(
+            "sim", "nemesis", "elect_leaders", election_type="preferred", trigger="request",
+            results=[f"{t}-{p}:TIMEOUT" for t, p in parts] or ["*:TIMEOUT"]))
 
     def reassign(self, partitions: list[str], replicas: list[int], throttle: int = 0) -> None:
         """``kafka-reassign-partitions``: move ``partitions`` (names) to ``replicas`` (broker
@@ -645,9 +647,6 @@ class Cluster:
         ``throttle`` (bytes/s, ``--throttle``): the existing replicas are leader-throttled
         and the adding ones follower-throttled at that rate on every broker involved, until
         the move is over (``--verify``, checked every second, removes it)."""
-        n = self.sched.nodes.get(self.active_controller())
-        if n is None or n.state == "down":
-            return
         target = tuple(replicas)
         parts = tuple(sorted((t, int(p), target)
                              for t, _, p in (x.rpartition("-") for x in partitions)))
@@ -659,7 +658,27 @@ class Cluster:
                                               tuple(b for b in target if b not in rec.replicas))
             self._push_throttles()
             self.sched.at(self.sched.now + US, self._verify_throttles)
-        self.sched.inject(self._controller_address(), AlterPartitionReassignments(parts, 0))
+        self._admin(AlterPartitionReassignments(parts, 0), lambda: self.sched.emit(
+            "sim", "nemesis", "alter_reassignments",
+            results=[f"{t}-{p}:TIMEOUT" for t, p, _ in parts],
+            targets=[f"{t}-{p}:{','.join(map(str, r)) or 'cancel'}" for t, p, r in parts]))
+
+    def _admin(self, msg: ElectLeaders | AlterPartitionReassignments,
+               timed_out: Callable[[], None], waited_ms: int = 0) -> None:
+        """An admin request to the active controller. While there is none (the controller
+        down, or a quorum between leaders) the admin client retries every 100 ms
+        (``retry.backoff.ms``) for up to ``default.api.timeout.ms`` (60 s), then gives up:
+        ``timed_out`` traces it (Kafka's ``KafkaAdminClient`` retries a call that found no
+        controller until its deadline)."""
+        active = self.active_controller()
+        if not active or self.sched.nodes[active].state == "down":
+            if waited_ms >= ADMIN_TIMEOUT_MS:
+                timed_out()
+                return
+            self.sched.at(self.sched.now + ADMIN_RETRY_MS * 1000,
+                          lambda: self._admin(msg, timed_out, waited_ms + ADMIN_RETRY_MS))
+            return
+        self.sched.inject((active, "controller"), msg)
 
     def create_topic(self, topic: str) -> None:
         """``kafka-topics --create`` for a ``[[topics]]`` entry with ``create_at_start =
@@ -682,7 +701,7 @@ class Cluster:
         for up to ``default.api.timeout.ms`` (60 s), then gives up (traced)."""
         active = self.active_controller()
         if not active or self.sched.nodes[active].state == "down":
-            if waited_s >= 60.0:
+            if waited_s >= ADMIN_TIMEOUT_MS / 1000:
                 self.sched.emit("sim", "nemesis", "create_partitions", topic=topic,
                                 request=type(msg).__name__, old=-1, count=count,
                                 error="TIMEOUT", replicas=[])

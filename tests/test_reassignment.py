@@ -125,6 +125,29 @@ def test_a_timed_reassign_is_cancelled_when_its_duration_ends_unfinished() -> No
                                             partition=0)) == [4, 5, 6]
 
 
+def test_a_reassign_issued_while_the_controller_is_down_waits_for_it() -> None:
+    """The admin client retries a call that finds no controller every ``retry.backoff.ms``
+    until ``default.api.timeout.ms`` (``KafkaAdminClient``): a reassignment issued while
+    the controller is down starts when it is back (before, it was dropped unseen); one
+    still without a controller after 60 s is traced as timed out."""
+    plan = ('faults.plan=[{at_s = 9.0, fault = "crash", target = "controller", '
+            'duration_s = 4.0}, {at_s = 10.0, fault = "reassign", target = "orders-0", '
+            'replicas = [4, 5, 6]}]')
+    evs = _events("reassign-under-load", plan)
+    (back,) = [e for e in evs if e["event"] == "fault" and e["phase"] == "stop"
+               and e["target"] == ["controller"]]
+    (asked,) = _of(evs, "alter_reassignments")
+    assert asked["ts_us"] >= back["ts_us"] and asked["results"] == ["orders-0:NONE"]
+    assert _of(evs, "reassignment", topic="orders", partition=0, phase="complete")
+    # the controller down past the end of a longer, lighter workload phase
+    never = _events("reassign-under-load", plan.replace("duration_s = 4.0", "duration_s = 70.0"),
+                    "duration_s=75.0", "heal_s=5.0", "producers[0].rate=20")
+    (gave_up,) = _of(never, "alter_reassignments")
+    assert gave_up["node"] == "sim" and gave_up["results"] == ["orders-0:TIMEOUT"]
+    assert gave_up["ts_us"] == 70_000_000   # 60 s after it was issued
+    assert not _of(never, "reassignment", topic="orders", partition=0)
+
+
 @pytest.mark.parametrize("step, field, why", [
     ('{at_s = 1, fault = "reassign", target = "orders-0"}', "replicas", "target replicas"),
     ('{at_s = 1, fault = "reassign", target = "orders-0", replicas = [1, 1]}', "replicas",
