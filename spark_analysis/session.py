@@ -52,6 +52,8 @@ from typing import Any, Final
 
 from pyspark.sql import SparkSession
 
+from spark_analysis.class_archive import with_archive
+
 #: The code cache ``QUICK_JVM_OPTIONS`` reserves, MiB (the tiered default is 240). The test
 #: suite's C1-only session peaks far below it (the figure is printed after every test run).
 CODE_CACHE_MIB = 256
@@ -235,8 +237,14 @@ def local_profile(cores: int | None = None, *, small: bool = False) -> dict[str,
         # generated classes kept for a whole analysis and the next (see CODEGEN_CACHE_ENTRIES)
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         **STABLE_CODE,
-        **(SMALL_INPUT if small else {}),
+        **(_small_input() if small else {}),
     }
+
+
+def _small_input() -> dict[str, str]:
+    """``SMALL_INPUT``, its JVM mapping the driver's class archive when there is one
+    (``class_archive``: made by ``make demo``, keyed by the JDK, Spark and these options)."""
+    return {**SMALL_INPUT, "spark.driver.extraJavaOptions": with_archive(QUICK_JVM_OPTIONS)}
 
 
 def driver_memory_gib() -> int:
