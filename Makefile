@@ -17,6 +17,8 @@ demo: $(STAMP)
 	$(BIN)/isrlab analyze out/demo/trace.jsonl --out out/demo/analysis
 	$(BIN)/isrlab report out/demo/trace.jsonl -o out/demo/report.html
 	@echo "report: out/demo/report.html"
+	@# once per JDK and Spark: the driver JVM's class archive (spark_analysis/class_archive.py)
+	@$(BIN)/python -m cli.class_archive out/demo/trace.jsonl || true
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2

@@ -47,6 +47,20 @@ DEMO_SCENARIO = "default"
 TARGET_RATIO = 2.0
 
 
+def archive_state() -> str:
+    """Whether ``analyze`` maps the driver JVM's class archive (``make demo`` makes it;
+    ``ISRLAB_CLASS_ARCHIVE=off`` measures without it). The floor never does."""
+    from spark_analysis.class_archive import USE_ENV, archive_path, checked
+    from spark_analysis.session import QUICK_JVM_OPTIONS
+
+    if os.environ.get(USE_ENV) == "off":
+        return f"off ({USE_ENV}=off)"
+    path = archive_path(QUICK_JVM_OPTIONS)
+    if path is None or not checked(path):
+        return "none (python -m cli.class_archive TRACE, or make demo, makes it)"
+    return f"mapped ({path})"
+
+
 def demo_trace() -> Path:
     """``make demo``'s trace, made once (the emulator is deterministic: the same bytes)."""
     path = OUT / "trace.jsonl"
@@ -123,7 +137,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(one(args.one, trace)), flush=True)
         return 0
     print(f"trace {trace} ({os.path.getsize(trace) / 1e6:.1f} MB), {args.rounds} rounds, "
-          f"each run a fresh process", flush=True)
+          f"each run a fresh process; the driver's class archive: {archive_state()}",
+          flush=True)
     runs: dict[str, list[dict[str, Any]]] = {"floor": [], "analyze": []}
     for r in range(args.rounds):
         for kind in ("floor", "analyze"):

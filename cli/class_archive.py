@@ -2,23 +2,49 @@
 (:mod:`spark_analysis.class_archive`) once, by analysing TRACE in a child process that dumps
 the classes its JVM loaded when it exits. ``make demo`` runs it after the demo.
 
-The child is ``isrlab analyze TRACE --json --out TMP``, with
-``spark_analysis.class_archive.DUMP_ENV`` naming a file in a temporary folder beside the
-cache; only a complete dump is renamed into place, so an analysis never maps half an
-archive, and one already there is kept. Prints one line. Exit 0: made, or already there;
-2: TRACE is not a file; 1: the child failed (its last line of stderr is shown).
+Steps, each in a child ``isrlab analyze TRACE --json --out TMP``: the dump
+(``DUMP_ENV``, into a temporary folder beside the cache), then the check (``CHECK_ENV``:
+the same analysis mapping the new archive must exit 0 and print its JSON whole). Only a
+checked archive is renamed into place (the archives of other keys, which nothing maps
+any more, are removed), and its size recorded after it
+(``size_record``, written to a temporary name and renamed): an analysis never maps half an
+archive or an unchecked one, and one already there is kept. Prints one line. Exit 0: made,
+or already there; 2: TRACE is not a file; 1: not made (why, on stderr; analyses then start
+as before).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from spark_analysis.class_archive import DUMP_ENV, archive_path
+from spark_analysis.class_archive import (
+    CHECK_ENV,
+    DUMP_ENV,
+    archive_path,
+    checked,
+    size_record,
+)
 from spark_analysis.session import QUICK_JVM_OPTIONS
+
+
+def _analysis(trace: str, out: str, env: dict[str, str]) -> str | None:
+    """One analysis in a child; None when it exits 0 with its JSON whole, else why not."""
+    child = subprocess.run([sys.executable, "-m", "cli", "analyze", trace, "--json", "--out",
+                            out], env={**os.environ, **env}, capture_output=True, text=True,
+                           check=False)
+    if child.returncode != 0:
+        lines = child.stderr.strip().splitlines() or [f"exit {child.returncode}"]
+        return lines[-1]
+    try:
+        json.loads(child.stdout)
+    except ValueError:
+        return "its --json output was not JSON"
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -34,23 +60,29 @@ def main(argv: list[str]) -> int:
         print("class archive: no java or no PySpark found: analyses start without one",
               file=sys.stderr)
         return 1
-    if path.is_file():
+    if checked(path):
         print(f"class archive: {path} (already made)")
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".making-") as tmp:
         part = Path(tmp) / path.name
-        child = subprocess.run(
-            [sys.executable, "-m", "cli", "analyze", trace, "--json", "--out", f"{tmp}/out"],
-            env={**os.environ, DUMP_ENV: str(part)}, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True, check=False)
-        if child.returncode != 0 or not part.is_file():
-            last = (child.stderr.strip().splitlines() or ["no archive written"])[-1]
-            print(f"class archive: not made ({last})", file=sys.stderr)
+        why = _analysis(trace, f"{tmp}/dump", {DUMP_ENV: str(part)})
+        if why is None and not part.is_file():
+            why = "the JVM wrote no archive"
+        if why is None:
+            why = _analysis(trace, f"{tmp}/check", {CHECK_ENV: str(part)})
+        if why is not None:
+            print(f"class archive: not made ({why})", file=sys.stderr)
             return 1
+        size = part.stat().st_size
+        for stale in path.parent.glob("driver-classes-*.jsa*"):
+            stale.unlink()   # another JDK's, Spark's or option set's: never mapped again
         os.replace(part, path)
-    print(f"class archive: {path} ({path.stat().st_size >> 20} MiB): analyses of small "
-          f"inputs now start faster")
+        record = Path(tmp) / "size"
+        record.write_text(f"{size}\n")
+        os.replace(record, size_record(path))
+    print(f"class archive: {path} ({size >> 20} MiB): analyses of small inputs now start "
+          f"faster")
     return 0
 
 

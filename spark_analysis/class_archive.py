@@ -21,10 +21,16 @@ alternating, ``docs/performance.md``): 34.8 / 36.6 s and 34.2 / 33.9 CPU s witho
   checks the class path's jars by size and time, and refuses the archive when one
   differs), and the JVM options. Another JDK, another Spark or other options look for
   another file; a stale archive is never used.
+* **Checked before use**: JDK 17 does not survive every damaged archive — one cut short
+  crashed the JVM (SIGBUS in ``FileMapInfo::relocate_pointers_in_core_regions``, tried
+  2026-11-29) instead of falling back. So the maker runs one more analysis with the new
+  archive (``CHECK_ENV``) and keeps it only if that exits 0 with its ``--json`` intact;
+  then it writes ``<archive>.size`` beside it, and an analysis maps the archive only
+  while its size is that one (a file cut short later is not used).
 * **Nothing on stdout**: the JVM shares the process's stdout (``--json`` prints there), and
   its unified logging writes warnings to stdout by default. With the archive, the options
-  turn logging off and send warnings to stderr, and ``-Xshare:auto`` lets a JVM that
-  cannot map the archive (damaged, or refused) start without it, silently.
+  turn logging off, send warnings and the VM's own output to stderr, and ``-Xshare:auto``
+  lets a JVM that refuses the archive (another class path) start without it, silently.
 """
 
 from __future__ import annotations
@@ -39,8 +45,11 @@ from typing import Final
 DUMP_ENV: Final = "ISRLAB_CLASS_ARCHIVE_DUMP"
 #: ``off``: never use an archive (a measurement's baseline).
 USE_ENV: Final = "ISRLAB_CLASS_ARCHIVE"
+#: An archive to map whatever its record says (the maker's check of a new archive).
+CHECK_ENV: Final = "ISRLAB_CLASS_ARCHIVE_CHECK"
 #: JVM logging off, warnings to stderr (see the module note), the archive optional.
-_QUIET: Final = "-Xshare:auto -Xlog:disable -Xlog:all=warning:stderr"
+_QUIET: Final = ("-Xshare:auto -Xlog:disable -Xlog:all=warning:stderr "
+                 "-XX:+DisplayVMOutputToStderr")
 
 
 def cache_dir() -> Path:
@@ -88,12 +97,28 @@ def with_archive(jvm_options: str) -> str:
     dump = os.environ.get(DUMP_ENV)
     if dump:
         return f"{jvm_options} -XX:ArchiveClassesAtExit={_quoted(dump)} {_QUIET}"
+    check = os.environ.get(CHECK_ENV)
+    if check:
+        return f"{jvm_options} -XX:SharedArchiveFile={_quoted(check)} {_QUIET}"
     if os.environ.get(USE_ENV) == "off":
         return jvm_options
     path = archive_path(jvm_options)
-    if path is None or not path.is_file():
+    if path is None or not checked(path):
         return jvm_options
     return f"{jvm_options} -XX:SharedArchiveFile={_quoted(path)} {_QUIET}"
+
+
+def size_record(path: Path) -> Path:
+    """Where the size of a checked archive is kept (see the module note)."""
+    return path.with_name(path.name + ".size")
+
+
+def checked(path: Path) -> bool:
+    """Whether ``path`` is an archive the maker checked, still of the size it had then."""
+    try:
+        return int(size_record(path).read_text().strip()) == path.stat().st_size
+    except (OSError, ValueError):
+        return False
 
 
 def _quoted(path: Path | str) -> str:
@@ -103,4 +128,5 @@ def _quoted(path: Path | str) -> str:
     return f'"{text}"' if " " in text else text
 
 
-__all__ = ["DUMP_ENV", "USE_ENV", "archive_path", "cache_dir", "with_archive"]
+__all__ = ["CHECK_ENV", "DUMP_ENV", "USE_ENV", "archive_path", "cache_dir", "checked",
+           "size_record", "with_archive"]

@@ -266,11 +266,14 @@ def test_the_driver_reads_the_scans_arrow_batches_without_per_access_checks(
     assert jvm.org.apache.arrow.vector.NullCheckingForGet.NULL_CHECKING_ENABLED is False
 
 
-def test_a_local_session_for_a_small_input_runs_the_quick_jvm_without_generated_code() -> None:
+def test_a_local_session_for_a_small_input_runs_the_quick_jvm_without_generated_code(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``isrlab analyze`` of one small trace (``make demo``'s, 4.5 MB) is start-up and
     planning, not rows: its local session takes ``SMALL_INPUT`` — the test suite's C1-only,
-    serial-GC JVM, 2 MiB Tungsten pages, expressions interpreted rather than compiled — and
-    a large input, or one whose size is unknown (a URI), keeps the large-input profile."""
+    serial-GC JVM, 2 MiB Tungsten pages, expressions interpreted rather than compiled, and
+    the driver's class archive once ``make demo`` has made one (``class_archive``) — and a
+    large input, or one whose size is unknown (a URI), keeps the large-input profile."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))   # no archive made here
     from spark_analysis.session import (
         LOCAL_JVM_OPTIONS,
         QUICK_JVM_OPTIONS,
@@ -288,6 +291,16 @@ def test_a_local_session_for_a_small_input_runs_the_quick_jvm_without_generated_
         "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS}
     assert small_input(4_569_440) and small_input(SMALL_INPUT_BYTES)
     assert not small_input(SMALL_INPUT_BYTES + 1) and not small_input(None)
+    from spark_analysis.class_archive import archive_path, size_record
+    archive = archive_path(QUICK_JVM_OPTIONS)
+    assert archive is not None
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"archive")
+    size_record(archive).write_text("7\n")
+    with_archive = local_profile(2, small=True)["spark.driver.extraJavaOptions"]
+    assert with_archive.startswith(QUICK_JVM_OPTIONS + " ")
+    assert f"-XX:SharedArchiveFile={archive}" in with_archive
+    assert local_profile(2)["spark.driver.extraJavaOptions"] == LOCAL_JVM_OPTIONS
 
 
 def test_analyze_sizes_its_local_inputs_and_leaves_a_uri_unsized(tmp_path: Path) -> None:
