@@ -8,7 +8,8 @@ the same analysis mapping the new archive must exit 0 and print its JSON whole).
 checked archive is renamed into place (the archives of other keys, which nothing maps
 any more, are removed), and its size recorded after it
 (``size_record``, written to a temporary name and renamed): an analysis never maps half an
-archive or an unchecked one, and one already there is kept. Prints one line. Exit 0: made,
+archive or an unchecked one, and one already there is kept. Prints a line when it starts
+making one and a line at the end. Exit 0: made,
 or already there; 2: TRACE is not a file; 1: not made (why, on stderr; analyses then start
 as before).
 """
@@ -63,6 +64,8 @@ def main(argv: list[str]) -> int:
     if checked(path):
         print(f"class archive: {path} (already made)")
         return 0
+    print("class archive: making the driver JVM's class archive for faster analyses (once "
+          "per JDK and Spark: two analyses of the trace, a few minutes)", flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".making-") as tmp:
         part = Path(tmp) / path.name
