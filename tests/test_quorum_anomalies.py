@@ -340,3 +340,17 @@ def test_kraft_failover_trace_shows_votes_epochs_leader_change_and_brokers_apply
     assert r.expect_met and r.anomalies["lost_acked_write"] == 0
     assert {"metadata_divergence", "uncommitted_metadata_applied"} <= set(
         load("kraft-controller-failover")["expect"]["forbid"])
+
+
+def test_a_quorums_safety_is_forbidden_even_where_a_scenario_lists_what_it_forbids() -> None:
+    """``safe-acks-all`` lists its own ``forbid`` (written for the single controller); run
+    with a quorum, Raft's two safety anomalies join that list unless a scenario expects
+    them (a 1,000-seed campaign had reported a metadata_divergence as allowed)."""
+    single = load("safe-acks-all")["expect"]["forbid"]
+    quorum = load("safe-acks-all", ["cluster.controller_quorum=3"])["expect"]["forbid"]
+    assert "metadata_divergence" not in single
+    assert quorum == [*single, "metadata_divergence", "uncommitted_metadata_applied"]
+    expected = load("safe-acks-all", ["cluster.controller_quorum=3",
+                                      'expect.anomalies=["metadata_divergence"]'])
+    assert "metadata_divergence" not in expected["expect"]["forbid"]
+    assert "uncommitted_metadata_applied" in expected["expect"]["forbid"]
