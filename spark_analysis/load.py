@@ -117,7 +117,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -166,7 +165,6 @@ from spark_analysis.load_text import (
     read_text,
     side_lines,
 )
-from spark_analysis.session import SMALL_INPUT_BYTES
 
 __all__ = [
     "CACHE_MARKER",
@@ -205,9 +203,6 @@ __all__ = [
 ]
 
 _SIDE_TEXT: Final = "tid int, _block long, _rid long, _raw string"
-#: Local inputs of at most this many bytes are scanned in the driver (``driver_scan``): the
-#: inputs ``session.SMALL_INPUT`` is for
-DRIVER_SCAN_BYTES: Final = SMALL_INPUT_BYTES
 #: At most this many tasks read the local files (a task reads its files one after another).
 _MAX_SCAN_TASKS: Final = 1000
 
@@ -215,14 +210,11 @@ _MAX_SCAN_TASKS: Final = 1000
 def load_traces(
     spark: SparkSession, paths: Iterable[str], *, cache_dir: str | None = None,
     partitions: int | None = None, careful: bool = False, native: bool = True,
-    scan_in_driver: bool | None = None,
 ) -> Loaded:
     """Read traces: the hot rows, persisted and partitioned by ``PARTITION_KEY``, the side
     lines parsed in full, per-trace sizes, and every problem found (see the module notes).
     ``careful``: every file takes the careful path (each line parsed on its own);
-    ``native=False``: local files take the JVM fast path too (as URIs do);
-    ``scan_in_driver``: the native scan runs here rather than in Python workers (None:
-    when ``driver_scan`` says so)."""
+    ``native=False``: local files take the JVM fast path too (as URIs do)."""
     files = expand_paths(paths)
     cached = _cache_path(cache_dir, files, careful=careful)
     if cached is not None and (cached / _META).exists():
@@ -239,10 +231,7 @@ def load_traces(
     local = [f for f in files if "://" not in f] if native else []
     # each trace's id: the local files in order, then the traces the JVM found, in order
     ids = {f: i for i, f in enumerate(local)}
-    if scan_in_driver is None:
-        scan_in_driver = driver_scan(spark, local)
-    scanned, audits, refused = (native_scan(spark, local, n, ids, careful=careful,
-                                            in_driver=scan_in_driver) if local
+    scanned, audits, refused = (native_scan(spark, local, n, ids, careful=careful) if local
                                 else (None, [], []))
     if careful and scanned is not None:   # the scan only looked for what refuses a file
         scanned.unpersist()
@@ -372,52 +361,18 @@ def scan_input(spark: SparkSession, files: Sequence[str], ids: dict[str, int]) -
             .select("path", "tid"))
 
 
-def driver_scan(spark: SparkSession, files: Sequence[str]) -> bool:
-    """Whether the native scan of the local ``files`` runs in this process: in a local
-    session (classic: the driver is the executor) for at most ``DRIVER_SCAN_BYTES``. Spark's
-    Python workers cost their start (the worker daemon, then each worker importing pyarrow,
-    DuckDB and the scan) before the first line is read: on ``make demo``'s trace (3.9 MB)
-    the load took 12.8-13.2 s with them and 9.4-9.5 s with the scan here (2026-11-29,
-    ``docs/performance.md``). A larger input keeps the workers: its scan runs on every core,
-    one file per task."""
-    if not files:
-        return False
-    try:
-        master = spark.sparkContext.master
-        if not master or not master.startswith("local"):
-            return False
-        return sum(_size(f) for f in files) <= DRIVER_SCAN_BYTES
-    except Exception:   # no SparkContext here (a Connect session the check did not know)
-        return False
-
-
-def _scanned_here(spark: SparkSession, files: Sequence[str], ids: dict[str, int], *,
-                  careful: bool) -> DataFrame:
-    """``scan.scan_file`` of each file, largest first (the order the workers' tasks take
-    them), as one local DataFrame of ``SCAN_SCHEMA``: the rows ``mapInArrow`` gives."""
-    by_size = sorted(files, key=lambda f: (-_size(f), f))
-    table = pa.Table.from_batches(
-        [b for f in by_size for b in scan.scan_file(f, ids[f], careful=careful)],
-        schema=scan.SCAN_SCHEMA)
-    return spark.createDataFrame(table, schema=scan.SCAN_DDL)
-
-
 def native_scan(spark: SparkSession, files: Sequence[str], partitions: int,
-                ids: dict[str, int], *, careful: bool = False, in_driver: bool = False
+                ids: dict[str, int], *, careful: bool = False
                 ) -> tuple[DataFrame, list[FileAudit], list[BadLine]]:
     """The local ``files`` read by ``scan.scan_files`` in Spark's Python workers (one file per
-    task, largest first; ``in_driver``: by ``scan.scan_file`` here, ``driver_scan``): the
-    clean files' hot rows, side lines and every file's summary,
+    task, largest first): the clean files' hot rows, side lines and every file's summary,
     hash-partitioned by ``PARTITION_KEY`` and persisted; a ``FileAudit`` per file (a file
     pyarrow could not read as the writer's is not clean); and the files the scan refused
     (``scan.scan_file``: a line past the bound, a BOM, CR LF, not a regular file), each a
     ``TRACE_SKIPPED`` problem naming its line, with no audit: no other path reads them.
     ``careful``: the scan only looks for what refuses a file (``scan_files_carefully``)."""
-    if in_driver:
-        rows = _scanned_here(spark, files, ids, careful=careful)
-    else:
-        how = scan.scan_files_carefully if careful else scan.scan_files
-        rows = scan_input(spark, files, ids).mapInArrow(how, scan.SCAN_DDL)
+    how = scan.scan_files_carefully if careful else scan.scan_files
+    rows = scan_input(spark, files, ids).mapInArrow(how, scan.SCAN_DDL)
     native = partition_events(rows, partitions).persist(LEVEL)
     audits = []
     refused = []

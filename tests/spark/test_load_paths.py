@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 from tracebuild import catalogue
 
-from spark_analysis.load import (
-    DRIVER_SCAN_BYTES,
-    LINE_SKIPPED,
-    TRACE_SKIPPED,
-    BadLine,
-    driver_scan,
-    load_traces,
-)
+from spark_analysis.load import LINE_SKIPPED, TRACE_SKIPPED, BadLine, load_traces
 from traces.integrity import seal
 
 pytestmark = pytest.mark.spark
@@ -69,38 +61,6 @@ def test_the_native_scan_and_the_other_paths_load_the_same_rows_from_every_kind_
 def _unsealed(raw: bytes) -> dict[str, object]:
     event: dict[str, object] = orjson.loads(raw[: raw.rindex(b',"crc":')] + b"}")
     return event
-
-
-def test_the_native_scan_gives_the_same_rows_in_the_driver_as_in_python_workers(
-        spark: SparkSession, corpus: Corpus) -> None:
-    """``driver_scan``: a small local input is scanned in the driver (no Python worker to
-    start), a large one in Spark's Python workers; both run ``scan.scan_file`` on every
-    file, and the loads agree row for row, problem for problem, on every kind of trace."""
-    paths = _slice(corpus)
-    here = load_traces(spark, paths, scan_in_driver=True)
-    workers = load_traces(spark, paths, scan_in_driver=False)
-    careful = load_traces(spark, paths[:12], careful=True, scan_in_driver=True)
-    careful_workers = load_traces(spark, paths[:12], careful=True, scan_in_driver=False)
-    try:
-        for a, b in ((here, workers), (careful, careful_workers)):
-            _same_rows(a.named(a.events), b.named(b.events))
-            _same_rows(a.named(a.side), b.named(b.side))
-            assertDataFrameEqual(a.traces, b.traces, checkRowOrder=False)
-            assert a.problems == b.problems
-        assert here.problems
-    finally:
-        for loaded in (here, workers, careful, careful_workers):
-            loaded.unpersist()
-
-
-def test_a_small_local_input_is_scanned_in_the_driver(spark: SparkSession,
-                                                      tmp_path: Path) -> None:
-    trace = str(catalogue()["lost_acks_all"].write(tmp_path / "t.jsonl"))
-    assert driver_scan(spark, [trace])
-    assert not driver_scan(spark, [])
-    (tmp_path / "big.jsonl").write_bytes(b"x")
-    os.truncate(tmp_path / "big.jsonl", DRIVER_SCAN_BYTES + 1)   # sparse: no disk used
-    assert not driver_scan(spark, [trace, str(tmp_path / "big.jsonl")])
 
 
 def test_a_side_line_of_the_wrong_type_with_a_good_crc_is_named_by_file_and_line(
