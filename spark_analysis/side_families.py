@@ -119,9 +119,14 @@ def _possible_loss() -> tuple[list[Cte], str]:
     """``possible_loss``'s expressions and ``SELECT`` over ``{side}``."""
     return [("epochs", """
         SELECT $K, leader_epoch,
-               max(leader_epoch) OVER (PARTITION BY $K ORDER BY seq
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                   AS before
+               CASE WHEN event = 'become_leader' THEN
+                   max(CASE WHEN event = 'become_leader' THEN leader_epoch END)
+                       OVER (PARTITION BY $K ORDER BY seq
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+               ELSE
+                   max(leader_epoch) OVER (PARTITION BY $K ORDER BY seq
+                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+               END AS before
         FROM {side}
         WHERE event IN ('leader_elected', 'become_leader') AND $VALID
           AND leader_epoch IS NOT NULL""")], """
@@ -141,8 +146,9 @@ def possible_loss(side: DataFrame) -> DataFrame:
     """(K, anomaly, n): the signals of a possible loss a log shows (docs/anomalies.md §4d):
     ``possible_committed_truncation`` (a ``log_truncate`` below the HW it names),
     ``unclean_election`` (a ``leader_elected`` with ``election`` unclean) and
-    ``leader_epoch_regression`` (a ``leader_elected`` / ``become_leader`` whose epoch is below
-    the highest an earlier one of the partition carried)."""
+    ``leader_epoch_regression`` (a ``leader_elected`` whose epoch is below the highest an
+    earlier ``leader_elected`` or ``become_leader`` of the partition carried, a
+    ``become_leader`` below the highest earlier ``become_leader``: ``traces.checker``)."""
     ctes, select = _possible_loss()
     return _query(side.sparkSession, ctes, select, side=side)
 

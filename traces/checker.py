@@ -277,6 +277,8 @@ class _Partition:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ANOMALIES, 0))
     #: the highest leader epoch an election or take-over of the partition carried
     max_leader_epoch: int | None = None
+    #: the highest leader epoch a broker of the partition took over with (``become_leader``)
+    max_taken_epoch: int | None = None
 
 
 class Checker:
@@ -457,21 +459,30 @@ class Checker:
         key = _pkey(ev)
         if key is not None:
             self._leader_epoch(key, seq, ts, _int(ev.get("leader_epoch")),
-                               _int(ev.get("replica")))
+                               _int(ev.get("replica")), taken=True)
 
     def _leader_epoch(self, key: PartitionKey, seq: int, ts: int, epoch: int | None,
-                      leader: int | None) -> None:
-        """``leader_epoch_regression``: a leader elected or taking over with a lower epoch
-        than one an earlier election or take-over of the partition carried."""
+                      leader: int | None, *, taken: bool = False) -> None:
+        """``leader_epoch_regression``: a leader elected with a lower epoch than one an
+        earlier election or take-over of the partition carried, or a broker taking over
+        (``taken``) with a lower epoch than an earlier take-over. A take-over below an
+        election that no broker has acted on yet is a broker behind the controller, not a
+        regression: KRaft brokers apply the metadata log in order after the controller
+        committed it, and a lagging one may act on a leadership the controller has already
+        moved (a swarm campaign's seed 8: the creation's epoch 0, then epoch 1)."""
         if epoch is None:
             return
         p = self._part(key)
-        if p.max_leader_epoch is not None and epoch < p.max_leader_epoch:
+        before = p.max_taken_epoch if taken else p.max_leader_epoch
+        if before is not None and epoch < before:
             self._note("leader_epoch_regression", key, seq,
                        {"ts_us": ts, "leader": leader, "leader_epoch": epoch,
-                        "previous_epoch": p.max_leader_epoch})
+                        "previous_epoch": before})
         p.max_leader_epoch = epoch if p.max_leader_epoch is None else max(
             epoch, p.max_leader_epoch)
+        if taken:
+            p.max_taken_epoch = epoch if p.max_taken_epoch is None else max(
+                epoch, p.max_taken_epoch)
 
     def _on_leader_elected(self, ev: Event, seq: int, ts: int) -> None:
         key = _pkey(ev)

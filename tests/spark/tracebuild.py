@@ -240,6 +240,25 @@ def reassigned() -> Trace:
 
 
 # -- the KRaft controller quorum's metadata log (raft_* events) -------------------------
+def broker_behind_metadata() -> Trace:
+    """A KRaft broker acting on the creation's leadership (epoch 0) after the controller has
+    moved it (epoch 1) but before any broker took over at epoch 1: not a regression; the
+    same broker doing so again after broker 1 took over at epoch 1: one."""
+    t = Trace()
+    t.elect(0, [0, 1], epoch=0)
+    t.at(1).elect(1, [1], epoch=1)
+    t.emit("become_leader", node="broker-0", topic=TOPIC, partition=0, replica=0,
+           leader_epoch=0, isr=[0, 1], leo=0, hw=0)    # behind the metadata log
+    t.emit("become_leader", node="broker-1", topic=TOPIC, partition=0, replica=1,
+           leader_epoch=1, isr=[1], leo=0, hw=0)
+    t.at(2).emit("become_leader", node="broker-0", topic=TOPIC, partition=0, replica=0,
+                 leader_epoch=0, isr=[0, 1], leo=0, hw=0)   # after a take-over at epoch 1
+    t.at(30).converged(True)
+    for r in (0, 1):
+        t.final_log(r, [], hw=0)
+    return t
+
+
 def quorum_trace(name: str = "quorum") -> Trace:
     sc = scenario(name=name)
     sc["cluster"] = {"controller_quorum": 3}
@@ -391,5 +410,6 @@ def catalogue() -> dict[str, Trace]:
     for r in (0, 1):
         t.final_log(r, [], hw=0)
     out["log_loss_signals"] = t
+    out["broker_behind_metadata"] = broker_behind_metadata()
     out["diverged_quorum"] = diverged_quorum()  # metadata_divergence, uncommitted_...
     return out
