@@ -91,6 +91,13 @@ __all__ = [
 ]
 
 
+def _is_controller(peer: str) -> bool:
+    """Whether a reset names the controller: ``controller``, or with a controller quorum the
+    voter ``controller-300N`` the broker believes active (its frames to "controller" are
+    routed there), so that an AlterPartition in flight fails at once on either."""
+    return peer == CONTROLLER[0] or peer.startswith(f"{CONTROLLER[0]}-")
+
+
 class Replica(Partition, PartitionFetchState):
     """One partition replica on one broker: the leader side (:class:`Partition`) and the
     follower side (:class:`PartitionFetchState`) of one state (:class:`LocalReplica`)."""
@@ -255,7 +262,7 @@ class Replica(Partition, PartitionFetchState):
                       request="OffsetsForLeaderEpoch" if self._outstanding_is_epoch
                       else "Fetch", reason="disconnected")
             self._backoff()
-        elif (self.role == "leader" and peer == CONTROLLER[0] and self.pending_isr is not None
+        elif (self.role == "leader" and _is_controller(peer) and self.pending_isr is not None
               and self._alter_token >= 0 and self.rules.alter_partition_errors != "zk"):
             self.emit("request_failed", **self._tp(), peer=peer, request="AlterPartition",
                       reason="disconnected")

@@ -14,7 +14,7 @@ import pytest
 from harness import batches, lead, replica, sent
 from kafkacite import kafka
 
-from actors.core import Timer
+from actors.core import Emit, Timer
 from actors.messages import (
     AlterPartition,
     AlterPartitionResponse,
@@ -149,3 +149,21 @@ def test_a_failed_shrink_stays_pending_and_the_isr_keeps_the_lagging_replica() -
     assert r.isr == (1, 2) and r.pending_isr == (1,)
     assert not _retried(r, effects)
     assert r.hw == 0
+
+
+@pytest.mark.parametrize("controller", ["controller", "controller-3001"])
+def test_a_reset_of_the_controller_connection_sends_the_pending_change_again_soon(
+        controller: str) -> None:
+    """``AlterPartitionManager`` (3.7.0): a request that fails on its channel is sent again
+    after a short backoff. The reset names the controller node the broker's frames reached:
+    ``controller``, or with a controller quorum the active voter ``controller-300N`` (before,
+    only the first failed the request early; the second waited for the request's timeout)."""
+    r = _expanding_leader("4.1")
+    r.connection_reset(controller)
+    effects = r.drain()
+    assert [e.fields["request"] for e in effects
+            if type(e) is Emit and e.event == "request_failed"] == ["AlterPartition"]
+    assert _retried(r, effects)
+    r2 = _expanding_leader("4.1")
+    r2.connection_reset("broker-3")   # another peer: the change is not affected
+    assert not [e for e in r2.drain() if type(e) is Emit and e.event == "request_failed"]
