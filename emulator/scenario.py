@@ -459,7 +459,8 @@ def _check_explore(src: _Source, table: Any, sc: dict[str, Any]) -> dict[str, An
 
     choices = table.pop("choices", None) if isinstance(table, dict) else None
     ex = _check_table(src, "explore", table, EXPLORE)
-    nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1))}
+    nodes = {"controller", *(f"broker-{b}" for b in range(1, sc["cluster"]["brokers"] + 1)),
+             *(f"controller-{3000 + i}" for i in range(sc["cluster"].get("controller_quorum", 0)))}
     parts = _partition_names(sc)
     for i, text in enumerate(ex["faults"]):
         try:
@@ -471,8 +472,8 @@ def _check_explore(src: _Source, table: Any, sc: dict[str, Any]) -> dict[str, An
                 continue
             if t not in nodes:
                 raise src.error(f"explore.faults[{i}]",
-                                f"unknown target {t!r} (a broker, controller, or "
-                                f"leader:<topic>-<p>)")
+                                f"unknown target {t!r} (a broker, controller, a "
+                                f"quorum's controller-300N, or leader:<topic>-<p>)")
     if choices is not None:
         if not isinstance(choices, list):
             raise src.error("explore.choices", "must be an array of tables")

@@ -112,6 +112,13 @@ def test_candidate_faults_and_choices_are_validated_at_load() -> None:
         load(S1, ['explore.faults=["explode broker-1"]'])
     with pytest.raises(ScenarioError, match="unknown target 'broker-7'"):
         load(S1, ['explore.faults=["crash broker-7"]'])
+    # a controller quorum's voters are targets too, and only the scenario's
+    quorum = load("kraft-controller-failover", ['explore.faults=["crash controller-3001 for 2s"]'])
+    assert quorum["explore"]["faults"] == ["crash controller-3001 for 2s"]
+    with pytest.raises(ScenarioError, match="unknown target 'controller-3003'"):
+        load("kraft-controller-failover", ['explore.faults=["crash controller-3003"]'])
+    with pytest.raises(ScenarioError, match="unknown target 'controller-3000'"):
+        load(S1, ['explore.faults=["crash controller-3000"]'])
     with pytest.raises(ScenarioError, match="explore.choices\\[0\\]"):
         load(S1, ['explore.choices=[{point=0, option=0}]'])
     with pytest.raises(ValueError, match="--budget"):
