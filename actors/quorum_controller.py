@@ -290,8 +290,35 @@ class _RaftShell(Machine):
     _tick_token: int
     _tick_at: int
 
+    rng: random.Random
+    raft_rules: RaftRules
+
     def _step(self) -> None:
         raise NotImplementedError
+
+    def _accepts(self, peer: int) -> bool:
+        """Whether Raft messages from node ``peer`` are handled (a voter serves observers
+        too; an observer hears only voters)."""
+        raise NotImplementedError
+
+    def _start_client(self, node_id: int, log: RaftLog, store: MemoryQuorumStateStore) -> None:
+        self.client = KafkaRaftClient(node_id, self.voters, log, store, self.rng, self.config,
+                                      self.raft_rules)
+        self.client.initialize(self.now_ms)
+        self._step()
+
+    def _raft_message(self, msg: Any, src: Address) -> bool:
+        """An envelope or the shell's timer, handled here (True); else False."""
+        t = type(msg)
+        if t is RaftEnvelope:
+            peer = raft_node_id(src[0])
+            if self._accepts(peer):
+                self._deliver(msg, peer)
+            return True
+        if t is RaftTick:
+            self._on_tick(msg)
+            return True
+        return False
 
     def _deliver(self, msg: RaftEnvelope, peer: int) -> None:
         """An envelope from ``peer`` to the client (one it cannot decode is dropped), then
@@ -407,22 +434,18 @@ class QuorumController(_RaftShell):
 
     # -- the runtime's calls ---------------------------------------------------------------
     def start(self) -> None:
-        self.client = KafkaRaftClient(self.node_id, self.voters, self.disk.log,
-                                      self.disk.state, self.rng, self.config, self.raft_rules)
-        self.client.initialize(self.now_ms)
-        self._step()
+        self._start_client(self.node_id, self.disk.log, self.disk.state)
+
+    def _accepts(self, peer: int) -> bool:
+        return peer >= 0
 
     def handle(self, msg: Any, src: Address) -> None:
         client = self.client
         assert client is not None
         t = type(msg)
-        if t is RaftEnvelope:
-            peer = raft_node_id(src[0])
-            if peer >= 0:
-                self._deliver(msg, peer)
-        elif t is RaftTick:
-            self._on_tick(msg)
-        elif t is _InnerTimer:
+        if self._raft_message(msg, src):
+            return
+        if t is _InnerTimer:
             if self.inner is not None and msg.generation == self._generation:
                 self._run(msg.msg, (self.node, self.name))
                 self._step()
@@ -707,22 +730,13 @@ class MetadataObserver(_RaftShell):
         return self.applied - 1
 
     def start(self) -> None:
-        self.client = KafkaRaftClient(self.broker_id, self.voters, RaftLog(),
-                                      MemoryQuorumStateStore(), self.rng, self.config,
-                                      self.raft_rules)
-        self.client.initialize(self.now_ms)
-        self._step()
+        self._start_client(self.broker_id, RaftLog(), MemoryQuorumStateStore())
+
+    def _accepts(self, peer: int) -> bool:
+        return peer in self.voters
 
     def handle(self, msg: Any, src: Address) -> None:
-        client = self.client
-        assert client is not None
-        t = type(msg)
-        if t is RaftEnvelope:
-            peer = raft_node_id(src[0])
-            if peer in self.voters:
-                self._deliver(msg, peer)
-        elif t is RaftTick:
-            self._on_tick(msg)
+        self._raft_message(msg, src)
 
     def _step(self) -> None:
         client = self.client

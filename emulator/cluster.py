@@ -664,21 +664,27 @@ class Cluster:
             targets=[f"{t}-{p}:{','.join(map(str, r)) or 'cancel'}" for t, p, r in parts]))
 
     def _admin(self, msg: ElectLeaders | AlterPartitionReassignments,
-               timed_out: Callable[[], None], waited_ms: int = 0) -> None:
-        """An admin request to the active controller. While there is none (the controller
-        down, or a quorum between leaders) the admin client retries every 100 ms
-        (``retry.backoff.ms``) for up to ``default.api.timeout.ms`` (60 s), then gives up:
-        ``timed_out`` traces it (Kafka's ``KafkaAdminClient`` retries a call that found no
-        controller until its deadline)."""
+               timed_out: Callable[[], None]) -> None:
+        """An admin request to the active controller (``_when_controller``)."""
+        self._when_controller(lambda active: self.sched.inject((active, "controller"), msg),
+                              timed_out)
+
+    def _when_controller(self, send: Callable[[str], None], timed_out: Callable[[], None],
+                         waited_ms: int = 0) -> None:
+        """``send(active)`` to the active controller now, or, while there is none (the
+        controller down, or a quorum between leaders), as the admin client retries: every
+        100 ms (``retry.backoff.ms``) for up to ``default.api.timeout.ms`` (60 s), then it
+        gives up and ``timed_out`` traces it (Kafka's ``KafkaAdminClient`` retries a call
+        that found no controller until its deadline)."""
         active = self.active_controller()
         if not active or self.sched.nodes[active].state == "down":
             if waited_ms >= ADMIN_TIMEOUT_MS:
                 timed_out()
                 return
-            self.sched.at(self.sched.now + ADMIN_RETRY_MS * 1000,
-                          lambda: self._admin(msg, timed_out, waited_ms + ADMIN_RETRY_MS))
+            self.sched.at(self.sched.now + ADMIN_RETRY_MS * 1000, lambda: self._when_controller(
+                send, timed_out, waited_ms + ADMIN_RETRY_MS))
             return
-        self.sched.inject((active, "controller"), msg)
+        send(active)
 
     def create_topic(self, topic: str) -> None:
         """``kafka-topics --create`` for a ``[[topics]]`` entry with ``create_at_start =
@@ -693,22 +699,20 @@ class Cluster:
         (which refuses anything but an increase)."""
         self._to_controller(topic, count, CreatePartitions(topic, count))
 
-    def _to_controller(self, topic: str, count: int, msg: CreateTopics | CreatePartitions,
-                       waited_s: float = 0.0) -> None:
+    def _to_controller(self, topic: str, count: int, msg: CreateTopics | CreatePartitions
+                       ) -> None:
         """Every running broker gets an idle replica machine for each partition the request
         may create (as a broker answers for any partition), then the request goes to the
-        controller. While the controller is down the admin client retries every 100 ms,
-        for up to ``default.api.timeout.ms`` (60 s), then gives up (traced)."""
-        active = self.active_controller()
-        if not active or self.sched.nodes[active].state == "down":
-            if waited_s >= ADMIN_TIMEOUT_MS / 1000:
-                self.sched.emit("sim", "nemesis", "create_partitions", topic=topic,
-                                request=type(msg).__name__, old=-1, count=count,
-                                error="TIMEOUT", replicas=[])
-                return
-            self.sched.at(self.sched.now + US // 10,
-                          lambda: self._to_controller(topic, count, msg, waited_s + 0.1))
-            return
+        controller (``_when_controller``: retried while there is none, traced on giving
+        up)."""
+        self._when_controller(
+            lambda active: self._create_partitions(topic, count, msg, active),
+            lambda: self.sched.emit("sim", "nemesis", "create_partitions", topic=topic,
+                                    request=type(msg).__name__, old=-1, count=count,
+                                    error="TIMEOUT", replicas=[]))
+
+    def _create_partitions(self, topic: str, count: int, msg: CreateTopics | CreatePartitions,
+                           active: str) -> None:
         new = sorted((topic, p) for p in range(count) if (topic, p) not in self.partition_names)
         self.partition_names.update(new)
         for b in (*self.broker_ids, *self.spare_ids):
@@ -722,7 +726,7 @@ class Cluster:
                             hosted=False)
                 manager.add_replica(r)
                 self.sched.add_machine(node.name, r, REPLICA_MANAGER)
-        self.sched.inject(self._controller_address(), msg)
+        self.sched.inject((active, "controller"), msg)
 
     def _throttle_of(self, b: int) -> tuple[int, set[tuple[str, int]], int,
                                             set[tuple[str, int]]]:
