@@ -53,6 +53,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "GroupCoordinatorTest":
         "core/src/test/scala/unit/kafka/coordinator/group/GroupCoordinatorTest.scala",
     "NetworkClientTest": "clients/src/test/java/org/apache/kafka/clients/NetworkClientTest.java",
+    "KafkaNetworkChannelTest":
+        "raft/src/test/java/org/apache/kafka/raft/KafkaNetworkChannelTest.java",
     "NodeToControllerRequestThreadTest":
         "core/src/test/scala/kafka/server/NodeToControllerRequestThreadTest.scala",
     "ClusterConnectionStatesTest":

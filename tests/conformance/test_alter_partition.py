@@ -158,9 +158,10 @@ def test_a_reset_of_the_controller_connection_sends_the_pending_change_again_soo
     """3.7.0 ``NodeToControllerRequestThread``: a request whose controller connection breaks
     is queued again and sent to the controller the broker then knows (Kafka's test: the
     old controller made unreachable, the request completes through the new one); isrlab's
-    replica sends it again after a short backoff (``ALTER_PARTITION_RETRY_MS``). The reset names the controller node the broker's frames reached:
-    ``controller``, or with a controller quorum the active voter ``controller-300N`` (before,
-    only the first failed the request early; the second waited for the request's timeout)."""
+    replica sends it again after a short backoff (``ALTER_PARTITION_RETRY_MS``). The reset
+    names the controller node the broker's frames reached: ``controller``, or with a
+    controller quorum the active voter ``controller-300N`` (before, only the first failed
+    the request early; the second waited for the request's timeout)."""
     r = _expanding_leader("4.1")
     r.connection_reset(controller)
     effects = r.drain()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkacite import kafka
+
 from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.core import Emit
 from actors.eras import rules_for
@@ -38,7 +40,11 @@ def _events(effects: list[Any], name: str) -> list[dict[str, Any]]:
     return [e.fields for e in effects if type(e) is Emit and e.event == name]
 
 
+@kafka("3.7.0", "ReplicationControlManagerTest", "testCreateTopicsISRInvariants")
 def test_a_controlled_shutdown_before_the_topics_exist_leaves_them_to_be_created() -> None:
+    """A broker in controlled shutdown before the creation is in no ISR and leads nothing
+    (Kafka's test: fenced and shutting-down brokers are left out of a new topic's ISR),
+    and the partitions it could have changed before are created, never left offline."""
     c = _controller()
     _register(c, 1)
     _register(c, 2)
@@ -58,7 +64,10 @@ def test_a_controlled_shutdown_before_the_topics_exist_leaves_them_to_be_created
     assert p0.leader >= 0 and p1.leader >= 0
 
 
+@kafka("3.7.0", "ReplicationControlManagerTest", "testCreateTopicsISRInvariants")
 def test_a_broker_fenced_before_the_topics_exist_is_left_out_of_their_isrs() -> None:
+    """A broker fenced before the creation is left out of the ISRs; its next heartbeat
+    unfences it."""
     c = _controller()
     _register(c, 1)
     c.now_us = (SESSION_MS + 1) * 1000
@@ -76,6 +85,7 @@ def test_a_broker_fenced_before_the_topics_exist_is_left_out_of_their_isrs() -> 
     assert not c.store.brokers[1].fenced
 
 
+@kafka("3.7.0", "ReplicationControlManagerTest", "testCreateTopics")
 def test_with_every_broker_active_the_creation_traces_no_replica_list_of_its_own() -> None:
     """The creation's ISR names the replica list then (the traces recorded before stay
     byte-identical)."""
