@@ -58,6 +58,9 @@ from actors.quorum_controller import MetadataObserver
 from actors.quorum_messages import NotController
 
 CONTROLLER: Address = ("controller", "controller")
+#: the broker's ``reconnect.backoff.ms`` (Kafka's default): how long its channel to the
+#: controller waits after closing a connection that answered NOT_CONTROLLER
+CONTROLLER_RECONNECT_BACKOFF_MS = 50
 
 
 class Broker(Machine):
@@ -300,6 +303,15 @@ class Broker(Machine):
             self._heartbeat_unanswered_us = -1
             if self.controller_node != was and self.broker_epoch < 0 and msg.leader_id >= 0:
                 self._register()
+            elif self.observer is not None and self.broker_epoch < 0:
+                # the quorum's leader has not claimed the active role yet: 3.7.0
+                # NodeToControllerRequestThread.handleResponse disconnects and puts the
+                # registration back first in its queue; it goes again to the Raft leader
+                # once the connection's reconnect.backoff.ms has passed (not at the
+                # registration's own retry, a second later)
+                self._registering += 1   # cancels the pending retry
+                self.timer(CONTROLLER_RECONNECT_BACKOFF_MS,
+                           Tick("register_retry", self._registering, 0))
         elif t is ControlledShutdown:
             if not self.shutdown_state:
                 self._shutdown_max_retries = msg.max_retries

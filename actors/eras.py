@@ -24,6 +24,9 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 ERAS: Final = ("0.10", "0.11", "2.0", "2.1", "2.8", "3.7", "4.1")
+#: the eras whose controller is KRaft's (a Raft quorum of controllers, KIP-595/KIP-631);
+#: the others' is ZooKeeper's
+KRAFT_ERAS: Final = ("3.7", "4.1")
 
 BUGS: Final = {
     "KAFKA-7128": "no leader-epoch-start-offset check on ISR expand",

@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from actors.eras import BUGS, FIXES, QUORUM_BUGS, rules_for
+from actors.eras import BUGS, FIXES, KRAFT_ERAS, QUORUM_BUGS, rules_for
 from emulator.files import FileRefused, input_file
 from emulator.scenario_keys import (
     _SECTION,
@@ -61,7 +61,8 @@ class ScenarioError(Exception):
         self.field = field
         self.line = line
         self.message = message
-        super().__init__(str(self))
+        # all the arguments: raised in a worker process (regress, campaigns) it pickles back
+        super().__init__(file, field, message, line)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -146,9 +147,7 @@ def _check_table(src: _Source, where: str, table: Any, spec: dict[str, Key]
                 if problem:
                     raise src.error(path, f"{problem} (got {v!r})")
             out[key] = v
-        elif k.default is not None or key in (
-                "replica.lag.time.max.ms", "offsets.topic.replication.factor",
-                "unclean.leader.election.enable", "forbid", "socket.connection.setup.timeout.ms"):
+        elif k.default is not None or k.derived:
             out[key] = copy.deepcopy(k.default)
         else:
             raise src.error(path, "is required")
@@ -190,13 +189,17 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
         raise src.error("cluster.offsets.topic.replication.factor",
                         f"{cluster['offsets.topic.replication.factor']} is above the broker "
                         f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
+    if cluster["controller_quorum"] is None:
+        # the single controller until the KRaft eras' default becomes DEFAULT_QUORUM_VOTERS
+        # (docs/kraft-quorum.md, "What remains")
+        cluster["controller_quorum"] = 0
     if cluster["controller_quorum"] == 0:
         del cluster["controller_quorum"]
         quorum_bugs = [b for b in sc["bugs"] if b in QUORUM_BUGS]
         if quorum_bugs:
             raise src.error("bugs", f"{quorum_bugs[0]} is a bug of the KRaft controller "
                             f"quorum: it needs cluster.controller_quorum (e.g. 3)")
-    elif sc["protocol"] not in ("3.7", "4.1"):
+    elif sc["protocol"] not in KRAFT_ERAS:
         raise src.error("cluster.controller_quorum", f"a controller quorum is KRaft's: the "
                         f"{sc['protocol']} era's controller is ZooKeeper's")
     sc["cluster"] = cluster
@@ -669,6 +672,20 @@ def _check_names(src: _Source, field: str, names: list[Any], nodes: set[str],
             raise src.error(field, f"unknown node {t!r} (known: "
                             f"{', '.join(sorted(nodes))}, leader:<topic>-<p>, "
                             f"follower:<topic>-<p>[/k], coordinator:<group>)")
+
+
+def recorded(scenario: dict[str, Any]) -> dict[str, Any]:
+    """A trace header's resolved scenario as raw input for :func:`resolve` again (replay,
+    shrink): a copy where a key whose absence meant one thing when the trace was recorded and
+    another today is written out. A KRaft-era header without ``cluster.controller_quorum``
+    is a single-controller run (recorded before the quorum was the default, or with
+    ``controller_quorum = 0``): it stays one."""
+    raw = copy.deepcopy(scenario)
+    cluster = raw.get("cluster")
+    if (raw.get("protocol") in KRAFT_ERAS and isinstance(cluster, dict)
+            and "controller_quorum" not in cluster):
+        cluster["controller_quorum"] = 0
+    return raw
 
 
 def find(name_or_path: str) -> Path:

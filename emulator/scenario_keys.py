@@ -19,9 +19,13 @@ from actors.group import ASSIGNORS
 
 @dataclass(frozen=True)
 class Key:
+    """A scenario key: its types, its default (``None`` without ``derived``: required) and
+    its check. ``derived``: absent, it is ``None`` until :func:`emulator.scenario.resolve`
+    fills it in from the era or other keys."""
     types: tuple[type, ...]
     default: Any
     check: Callable[[Any], str | None] | None = None
+    derived: bool = False
 
 
 def _nonneg(v: Any) -> str | None:
@@ -99,11 +103,14 @@ CLUSTER: dict[str, Key] = {
     # add_broker step starts one (a new broker id registering mid-run)
     "spare.brokers": Key(INT, 0, _between(0, 1000, "spare brokers")),
     # KRaft eras: the controllers as a Raft quorum of this many voters (nodes
-    # controller-3000, controller-3001, ...; actors.quorum_controller); 0, the default: the
-    # single controller node "controller" (the key is then left out of the resolved
-    # scenario, so that traces recorded before it existed stay byte-identical)
-    "controller_quorum": Key(INT, 0, _between(0, 9, "controller quorum voters")),
-    "replica.lag.time.max.ms": Key(INT, None, _pos),   # era default
+    # controller-3000, controller-3001, ...; actors.quorum_controller). 0, the default for
+    # now: the single controller node "controller", whose store survives everything (the
+    # key is then left out of the resolved scenario: a trace header without it is a
+    # single-controller run, and replays as one whatever the default becomes;
+    # emulator.scenario.recorded)
+    "controller_quorum": Key(INT, None, _between(0, 9, "controller quorum voters"),
+                             derived=True),
+    "replica.lag.time.max.ms": Key(INT, None, _pos, derived=True),   # era default
     "replica.lag.max.messages": Key(INT, 0, _nonneg),
     "num.replica.fetchers": Key(INT, 1, _between(1, 1000, "fetcher threads per broker pair")),
     "replica.fetch.wait.max.ms": Key(INT, 500, _nonneg),
@@ -124,7 +131,7 @@ CLUSTER: dict[str, Key] = {
     # the internal __consumer_offsets topic (Kafka's defaults; the replication factor is
     # at most the broker count unless given: see docs/fidelity.md)
     "offsets.topic.num.partitions": Key(INT, 50, _between(1, 10_000, "offsets partitions")),
-    "offsets.topic.replication.factor": Key(INT, None, _pos),
+    "offsets.topic.replication.factor": Key(INT, None, _pos, derived=True),
     "offsets.commit.timeout.ms": Key(INT, 5000, _pos),
     # preferred leaders (the controller's periodic rebalance)
     "auto.leader.rebalance.enable": Key(BOOL, True),
@@ -141,7 +148,7 @@ TOPIC: dict[str, Key] = {
     "partitions": Key(INT, 1, _between(1, 10_000, "partitions of one topic")),
     "replication.factor": Key(INT, 3, _pos),
     "min.insync.replicas": Key(INT, 1, _pos),
-    "unclean.leader.election.enable": Key(BOOL, None),  # era default
+    "unclean.leader.election.enable": Key(BOOL, None, derived=True),  # era default
     "segment.bytes": Key(INT, 1073741824, _pos),
     "segment.ms": Key(INT, 604800000, _pos),
     "retention.ms": Key(INT, 604800000, lambda v: None if v >= -1 else "must be >= -1"),
@@ -160,7 +167,7 @@ NETWORK: dict[str, Key] = {
     "tcp_retries2": Key(INT, 15, _between(1, 30, "retransmissions before a break")),
     "tcp_syn_retries": Key(INT, 6, _between(1, 30, "SYN retransmissions")),
     # KIP-601 (2.7+: 10 s doubling to 30 s; none before: the era's default; 0: off)
-    "socket.connection.setup.timeout.ms": Key(NUM, None, _nonneg),
+    "socket.connection.setup.timeout.ms": Key(NUM, None, _nonneg, derived=True),
     "socket.connection.setup.timeout.max.ms": Key(NUM, 30_000.0, _nonneg),
 }
 DELAY: dict[str, Key] = {
@@ -246,7 +253,7 @@ FAULT_TABLES: dict[str, dict[str, Key]] = {"corrupt_disk": CORRUPT_DISK,
 
 EXPECT: dict[str, Key] = {
     "anomalies": Key((list,), [], _strings),
-    "forbid": Key((list,), None, _strings),
+    "forbid": Key((list,), None, _strings, derived=True),
 }
 
 SECTIONS = ("cluster", "topics", "network", "producers", "consumers", "faults", "expect",

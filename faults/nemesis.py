@@ -211,7 +211,9 @@ def generate(sc: dict[str, Any], rng: random.Random, *, swarm: bool = False
             if len(brokers) < 2:
                 continue
             side_b = rng.sample(brokers, rng.randrange(1, len(brokers)))
-            rest = [n for n in ("controller", *client_nodes(sc)) if rng.random() < 0.5]
+            # (with a controller quorum each voter takes its own side)
+            rest = [n for n in (*(voters or ["controller"]), *client_nodes(sc))
+                    if rng.random() < 0.5]
             entry = {"at_s": at, "fault": "partition", "target": sorted([*side_b, *rest]),
                      "duration_s": dur}
         elif kind == "controlled_shutdown":

@@ -159,7 +159,9 @@ class _Scenario:
         self.calls = 0
 
     def raw(self, plan: list[dict[str, Any]], wl: _Workload) -> dict[str, Any]:
-        raw: dict[str, Any] = json.loads(json.dumps(self.base))  # a deep copy of JSON data
+        from emulator.scenario import recorded
+
+        raw = recorded(self.base)
         raw["seed"] = self.seed
         raw["duration_s"] = wl.duration_s
         for p, rate in zip(raw["producers"], wl.rates, strict=True):

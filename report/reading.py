@@ -608,9 +608,14 @@ class _Collector:
             if op is not None:
                 op.end_us = ts
                 op.detail = _join(op.detail, "registered")
-        elif name == "elect_leaders" and isinstance(ev.get("results"), list):
+        elif (name == "elect_leaders" and isinstance(ev.get("results"), list)
+              and ev.get("trigger", "request") == "request"):
+            # the answer to the latest request not answered yet: at once from the single
+            # controller, a network hop later from a quorum's active controller (or later
+            # still, after an admin-client retry)
             op = next((o for o in reversed(self.operations)
-                       if o.kind == "preferred_election" and o.start_us == ts), None)
+                       if o.kind == "preferred_election" and o.start_us <= ts
+                       and "elected: " not in (o.detail or "")), None)
             if op is not None:
                 done = [str(r).rpartition(":")[0] for r in ev["results"]
                         if str(r).endswith(":NONE")]

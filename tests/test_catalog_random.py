@@ -79,7 +79,8 @@ def test_new_kinds_draw_their_targets() -> None:
                          "deafen"]), random.Random(7))
     assert plan
     for f in plan:
-        if f["target"] == "controller":
+        # 4.1 runs a controller quorum: pause_controller draws the active one or a voter
+        if f["target"] == "controller" or str(f["target"]).startswith("controller-300"):
             assert f["fault"] in ("pause", "delay")
         else:
             assert f["fault"] == "cut" and len(f["target"]) == 2
@@ -123,6 +124,19 @@ def test_split_puts_some_brokers_and_any_other_node_on_one_side() -> None:
         assert brokers and brokers != {"broker-1", "broker-2", "broker-3"}
         clients |= any(n.startswith(("producer-", "consumer-")) for n in side)
     assert clients
+
+
+def test_split_with_a_controller_quorum_puts_each_voter_on_its_own_side() -> None:
+    """With three voters there is no node "controller": each voter is drawn onto one side or
+    the other like any node, so a split may leave the quorum's majority on either side."""
+    sc = load("default", ["duration_s=60", "topics[0].partitions=3",
+                          "cluster.controller_quorum=3"])
+    sc["faults"].update(nemesis=["split"], budget=False, interval_s=2.0)
+    plan = generate(sc, random.Random(5))
+    sides = [set(f["target"]) for f in plan]
+    voters = {"controller-3000", "controller-3001", "controller-3002"}
+    assert sides and not any("controller" in side for side in sides)
+    assert any(side & voters and voters - side for side in sides)   # a quorum split apart
 
 
 class _World:

@@ -221,7 +221,7 @@ def test_the_trace_does_not_depend_on_the_hash_seed() -> None:
     assert out.stdout == _trace()
 
 
-def test_without_the_key_the_single_controller_runs_as_before() -> None:
-    text = SCENARIO.replace("controller_quorum = 3\n", "")
+def test_with_the_key_at_zero_the_single_controller_runs_as_before() -> None:
+    text = SCENARIO.replace("controller_quorum = 3\n", "controller_quorum = 0\n")
     sc = load(str(_scenario_file(text)))
     assert "controller_quorum" not in sc["cluster"]

@@ -177,7 +177,7 @@ def load_text(text: str, _name: str) -> dict[str, Any]:
 
 def _text(faults: str, quorum: int = 3, era: str = "4.1", bugs: str = "") -> str:
     return BASE.format(era=era, bugs=bugs, faults=faults,
-                       quorum=f"controller_quorum = {quorum}" if quorum else "")
+                       quorum=f"controller_quorum = {quorum}")
 
 
 @cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import tomllib
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.scenario import ScenarioError, load
+from emulator.scenario import ScenarioError, load, recorded, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,6 +23,39 @@ def test_defaults_are_kafkas_and_depend_on_the_era() -> None:
     old = load("default", ['protocol="0.10"'])
     assert old["cluster"]["replica.lag.time.max.ms"] == 10000
     assert old["topics"][0]["unclean.leader.election.enable"] is True
+
+
+def test_the_quorum_key_is_kraft_only_and_zero_is_left_out_of_the_resolved_scenario(
+        ) -> None:
+    """KRaft (3.7, 4.1) may run its controllers as a Raft quorum (1 to 9 voters); 0, the
+    default for now, keeps the single controller node and is left out of the resolved
+    scenario. ZooKeeper's eras have no quorum and refuse one."""
+    assert load("default", ["cluster.controller_quorum=3"])["cluster"]["controller_quorum"] == 3
+    assert load("default", ['protocol="3.7"', "cluster.controller_quorum=1"]
+                )["cluster"]["controller_quorum"] == 1
+    assert "controller_quorum" not in load("default")["cluster"]
+    assert "controller_quorum" not in load("default", ['protocol="2.8"'])["cluster"]
+    with pytest.raises(ScenarioError, match="ZooKeeper"):
+        load("default", ['protocol="2.8"', "cluster.controller_quorum=3"])
+
+
+def test_a_header_without_the_quorum_key_replays_as_the_single_controller() -> None:
+    """Traces recorded before the quorum was KRaft's default (or with controller_quorum = 0)
+    carry no key; re-resolving such a header must not give it three voters."""
+    single = load("default", ["cluster.controller_quorum=0"])
+    assert resolve(recorded(single), "header") == single
+    three = load("default", ["cluster.controller_quorum=3"])
+    assert resolve(recorded(three), "header") == three
+    assert "controller_quorum" not in single["cluster"]   # recorded() copied, not edited
+
+
+def test_a_scenario_error_crosses_a_process_boundary_whole() -> None:
+    """regress and campaigns resolve scenarios in worker processes; the error must unpickle
+    (it did not: the pool broke with a traceback instead of the one-line message)."""
+    err = ScenarioError("s.toml", "cluster.brokers", "must be >= 1", 4)
+    back = pickle.loads(pickle.dumps(err))
+    assert str(back) == "s.toml:4: cluster.brokers: must be >= 1" == str(err)
+    assert (back.file, back.field, back.line) == ("s.toml", "cluster.brokers", 4)
 
 
 @pytest.mark.parametrize("override, field, words", [

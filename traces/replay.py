@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import os
 import tempfile
 from collections import deque
@@ -262,7 +261,7 @@ def first_divergence(recorded: Iterator[bytes], replayed: Iterator[bytes], *,
 
 def _header_inputs(path: str, header: Event) -> tuple[dict[str, Any], int, list[str]]:
     """The resolved scenario and seed to re-run, and warnings; TraceError when unusable."""
-    from emulator.scenario import ScenarioError, resolve
+    from emulator.scenario import ScenarioError, recorded, resolve
 
     warnings: list[str] = []
     scenario = header.get("scenario")
@@ -276,7 +275,7 @@ def _header_inputs(path: str, header: Event) -> tuple[dict[str, Any], int, list[
         raise TraceError(path, 1, f"run_start protocol {protocol!r} disagrees with the "
                          f"scenario's protocol {scenario.get('protocol')!r}", "protocol")
     try:
-        resolved = resolve(copy.deepcopy(scenario), f"{path}:1 (run_start scenario)")
+        resolved = resolve(recorded(scenario), f"{path}:1 (run_start scenario)")
     except ScenarioError as exc:
         raise TraceError(path, 1, f"the recorded scenario no longer validates: {exc}",
                          "scenario") from None

@@ -79,6 +79,7 @@ from actors.raft.log import RaftLog
 from actors.raft.messages import (
     BROKER_NOT_AVAILABLE,
     FENCED_LEADER_EPOCH,
+    HWM_NOT_SENT,
     INCONSISTENT_VOTER_SET,
     INVALID_REQUEST,
     NONE,
@@ -307,12 +308,16 @@ class KafkaRaftClient:
         """``updateLeaderEndOffsetAndTimestamp``: the leader's LEO counts for the HW, and
         parked fetches at or below it are answered."""
         if state.update_local_state(self.log.end_offset):
-            self._on_update_leader_high_watermark(state)
+            self._on_update_leader_high_watermark(state, now_ms)
         self._complete_parked_fetches(self.log.end_offset, now_ms)
 
-    def _on_update_leader_high_watermark(self, state: LeaderState) -> None:
+    def _on_update_leader_high_watermark(self, state: LeaderState, now_ms: int) -> None:
         if state.high_watermark is not None:
             self.log.update_high_watermark(state.high_watermark)
+            if self.rules.fast_hwm:
+                # KAFKA-14145 (4.1.0): every parked Fetch was parked at a lower high
+                # watermark; answer them all (``fetchPurgatory.completeAll``)
+                self._complete_parked_fetches(None, now_ms)
 
     def _update_follower_high_watermark(self, state: FollowerState, hw: int | None) -> None:
         """``updateFollowerHighWatermark``: min(own LEO, the leader's HW), never back."""
@@ -513,7 +518,10 @@ class KafkaRaftClient:
             return
         response = self._try_complete_fetch_request(request, now_ms)
         if (response.error != NONE or response.records or request.max_wait_ms == 0
-                or response.diverging_epoch != -1 or response.diverging_end_offset != -1):
+                or response.diverging_epoch != -1 or response.diverging_end_offset != -1
+                # KAFKA-14145 (4.1.0, ``isHighWatermarkUpdated``): the fetcher's high
+                # watermark is behind (a 3.7 fetcher sends HWM_NOT_SENT: never)
+                or request.high_watermark < response.high_watermark):
             self._respond(source, correlation_id, response)
             return
         self._parked.append(_ParkedFetch(source, correlation_id, request,
@@ -532,14 +540,19 @@ class KafkaRaftClient:
                                         diverging=valid.offset_and_epoch)
         records = self.log.read(request.fetch_offset)
         if state.update_replica_state(request.replica_id, now_ms, request.fetch_offset):
-            self._on_update_leader_high_watermark(state)
+            self._on_update_leader_high_watermark(state, now_ms)
         return self._fetch_response(NONE, state.high_watermark, records)
 
-    def _complete_parked_fetches(self, end_offset: int, now_ms: int) -> None:
-        ready = [p for p in self._parked if p.request.fetch_offset <= end_offset]
-        if not ready:
-            return
-        self._parked = [p for p in self._parked if p.request.fetch_offset > end_offset]
+    def _complete_parked_fetches(self, end_offset: int | None, now_ms: int) -> None:
+        """Answer the parked fetches at or below ``end_offset`` (``maybeComplete``), or all
+        of them (``None``: ``completeAll``), each with what it reads now."""
+        if end_offset is None:
+            ready, self._parked = self._parked, []
+        else:
+            ready = [p for p in self._parked if p.request.fetch_offset <= end_offset]
+            if not ready:
+                return
+            self._parked = [p for p in self._parked if p.request.fetch_offset > end_offset]
         for p in ready:
             self._respond(p.source, p.correlation_id,
                           self._try_complete_fetch_request(p.request, now_ms))
@@ -564,7 +577,16 @@ class KafkaRaftClient:
                                 current_leader_epoch=self.quorum.epoch,
                                 fetch_offset=self.log.end_offset,
                                 last_fetched_epoch=self.log.last_fetched_epoch,
-                                max_wait_ms=self.config.fetch_max_wait_ms)
+                                max_wait_ms=self.config.fetch_max_wait_ms,
+                                high_watermark=self._known_high_watermark())
+
+    def _known_high_watermark(self) -> int:
+        """FetchRequest v18's ``HighWatermark`` (4.1.0 ``buildFetchRequest``): the quorum's
+        high watermark as this node knows it, -1 for none; 3.7 does not send it."""
+        if not self.rules.fast_hwm:
+            return HWM_NOT_SENT
+        hw = self.quorum.high_watermark
+        return -1 if hw is None else hw
 
     def _handle_fetch_response(self, response: RaftFetchResponse, now_ms: int) -> bool:
         handled = self._maybe_handle_common_response(response.error, response.leader_id,

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from actors.eras import KRAFT_ERAS
+
 #: ``KafkaRaftClient.RETRY_BACKOFF_BASE_MS`` (3.7.0): the candidate's backoff unit.
 RETRY_BACKOFF_BASE_MS: Final = 100
 #: ``KafkaRaftClient.MAX_FETCH_WAIT_MS`` (3.7.0): how long a leader parks an empty Fetch.
@@ -58,6 +60,12 @@ class RaftRules:
     era: str
     check_quorum: bool   # KAFKA-15489 fixed (3.7.0): a leader without a fetching majority
                          # resigns after 1.5 x quorum.fetch.timeout.ms
+    # KAFKA-14145 (KIP-1166, 4.1.0): a Fetch carries the high watermark its sender knows; the
+    # leader answers at once when its own is higher and, when its high watermark moves,
+    # answers every parked Fetch (``KafkaRaftClient.handleFetchRequest``,
+    # ``isHighWatermarkUpdated``, ``onUpdateLeaderHighWatermark``). Before it, a voter or
+    # observer learnt a new high watermark only with the next record or after maxWaitMs.
+    fast_hwm: bool = False
 
 
 #: KRaft bugs a scenario may re-enable (the lead adds them to ``actors.eras.BUGS``).
@@ -69,9 +77,9 @@ RAFT_BUGS: Final = {
 
 def raft_rules_for(era: str, bugs: tuple[str, ...] = ()) -> RaftRules:
     """The Raft rules of a KRaft era (3.7, 4.1), with ``bugs`` re-enabled."""
-    if era not in ("3.7", "4.1"):
+    if era not in KRAFT_ERAS:
         raise ValueError(f"era {era!r} has no KRaft controller quorum")
     unknown = [b for b in bugs if b not in RAFT_BUGS]
     if unknown:
         raise ValueError(f"unknown KRaft bugs {unknown}")
-    return RaftRules(era=era, check_quorum="KAFKA-15489" not in bugs)
+    return RaftRules(era=era, check_quorum="KAFKA-15489" not in bugs, fast_hwm=era != "3.7")

@@ -32,6 +32,10 @@ INVALID_REQUEST: Final = "INVALID_REQUEST"
 BROKER_NOT_AVAILABLE: Final = "BROKER_NOT_AVAILABLE"
 REQUEST_TIMED_OUT: Final = "REQUEST_TIMED_OUT"
 
+#: FetchRequest v18's ``HighWatermark`` default (``Long.MAX_VALUE``): "the feature is not
+#: supported" — never below the leader's, so never answered early
+HWM_NOT_SENT: Final = 2**63 - 1
+
 
 @value
 class LeaderChangeMessage:
@@ -97,6 +101,9 @@ class RaftFetchRequest:
     fetch_offset: int             # the fetcher's log end offset
     last_fetched_epoch: int       # the epoch of its last record (its cache's last epoch)
     max_wait_ms: int
+    # KIP-1166 (4.1.0, FetchRequest v18): the high watermark the fetcher knows, -1 when it
+    # knows none; HWM_NOT_SENT (Long.MAX_VALUE, the field's default) from a 3.7 fetcher
+    high_watermark: int = HWM_NOT_SENT
 
 
 @value

@@ -67,6 +67,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "FollowerStateTest": "raft/src/test/java/org/apache/kafka/raft/FollowerStateTest.java",
     "LeaderStateTest": "raft/src/test/java/org/apache/kafka/raft/LeaderStateTest.java",
     "KafkaRaftClientTest": "raft/src/test/java/org/apache/kafka/raft/KafkaRaftClientTest.java",
+    "KafkaRaftClientFetchTest":
+        "raft/src/test/java/org/apache/kafka/raft/KafkaRaftClientFetchTest.java",
 }
 
 

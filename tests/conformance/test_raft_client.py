@@ -57,7 +57,8 @@ class Ctx:
     def __init__(self, voters: set[int], local: int | None = LOCAL,
                  election: ElectionState | None = None,
                  log: tuple[tuple[int, tuple[str, ...]], ...] = (),
-                 mock_jitter: int | None = None, bugs: tuple[str, ...] = ()) -> None:
+                 mock_jitter: int | None = None, bugs: tuple[str, ...] = (),
+                 era: str = "3.7") -> None:
         self.voters = frozenset(voters)
         self.store = MemoryQuorumStateStore(election)
         self.log = RaftLog()
@@ -68,7 +69,7 @@ class Ctx:
             self.random.mock_next_int(mock_jitter)
         self.now = 1_000
         self.client = KafkaRaftClient(local, voters, self.log, self.store, self.random, CONFIG,
-                                      raft_rules_for("3.7", bugs))
+                                      raft_rules_for(era, bugs))
         self.local = local
         self.sent: list[Outbound] = []
         self._correlation = 1000
@@ -151,9 +152,11 @@ class Ctx:
         return out.message
 
 
-def as_leader(voters: set[int], epoch: int) -> Ctx:
+def as_leader(voters: set[int], epoch: int, *,
+              log: tuple[tuple[int, tuple[str, ...]], ...] = (), era: str = "3.7") -> Ctx:
     """``initializeAsLeader``: unattached in epoch - 1, then elected in ``epoch``."""
-    ctx = Ctx(voters, election=ElectionState.with_unknown_leader(epoch - 1, frozenset(voters)))
+    ctx = Ctx(voters, election=ElectionState.with_unknown_leader(epoch - 1, frozenset(voters)),
+              log=log, era=era)
     ctx.become_leader()
     return ctx
 
