@@ -190,7 +190,7 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
                         f"{cluster['offsets.topic.replication.factor']} is above the broker "
                         f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
     if cluster["controller_quorum"] is None:
-        # the single controller until the KRaft eras' default becomes DEFAULT_QUORUM_VOTERS
+        # the single controller, until the KRaft eras default to a three-voter quorum
         # (docs/kraft-quorum.md, "What remains")
         cluster["controller_quorum"] = 0
     if cluster["controller_quorum"] == 0:

@@ -351,6 +351,9 @@ class _Collector:
         #: broker id -> its decommission still on / the added broker not registered yet
         self._decommissioning: dict[int, Interval] = {}
         self._joining: dict[int, Interval] = {}
+        #: preferred elections asked for and not answered yet, oldest first (the answer comes
+        #: at once from the single controller, a network hop later from a quorum's)
+        self._electing: list[Interval] = []
         self.quorum = QuorumView()
 
     def _part(self, ev: Event) -> PartitionView | None:
@@ -545,6 +548,8 @@ class _Collector:
             op.end_us = ts
             op.detail = _join(op.detail, "the controller was down: nothing sent")
             return
+        if kind == "preferred_election":
+            self._electing.append(op)
         if kind in INSTANTS:
             op.end_us = ts
             return
@@ -610,12 +615,7 @@ class _Collector:
                 op.detail = _join(op.detail, "registered")
         elif (name == "elect_leaders" and isinstance(ev.get("results"), list)
               and ev.get("trigger", "request") == "request"):
-            # the answer to the latest request not answered yet: at once from the single
-            # controller, a network hop later from a quorum's active controller (or later
-            # still, after an admin-client retry)
-            op = next((o for o in reversed(self.operations)
-                       if o.kind == "preferred_election" and o.start_us <= ts
-                       and "elected: " not in (o.detail or "")), None)
+            op = self._electing.pop(0) if self._electing else None
             if op is not None:
                 done = [str(r).rpartition(":")[0] for r in ev["results"]
                         if str(r).endswith(":NONE")]

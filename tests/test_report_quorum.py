@@ -278,3 +278,27 @@ def test_a_brokers_metadata_applies_are_marked_on_its_lane(quorum_trace: Path) -
     lane = fig.layout.yaxis2.tickvals[list(fig.layout.yaxis2.ticktext).index("broker 2")]
     assert list(marks[0].x) == [2.5, 5.6] and list(marks[0].y) == [lane, lane]
     assert "offsets 15..17" in marks[0].text[1]
+
+
+def test_a_preferred_election_is_marked_with_what_the_quorum_elected(tmp_path: Path) -> None:
+    """broker-1 is down past its session, so its partitions are led elsewhere (no automatic
+    rebalance); the preferred election moves
+    them back. The quorum's active controller answers once that change has committed, a few
+    ms after the request (the single controller at the same instant): the report's mark
+    still names what it elected, from that answer."""
+    from report.reading import read_view
+
+    sc = load("default", ["cluster.controller_quorum=3", "duration_s=10", "heal_s=2",
+                          "cluster.broker.session.timeout.ms=2000",
+                          "cluster.broker.heartbeat.interval.ms=500",
+                          "cluster.auto.leader.rebalance.enable=false",
+                          'faults.plan=[{at_s=2.0, fault="crash", target="broker-1", '
+                          'duration_s=3.0}, {at_s=8.0, fault="preferred_election"}]'])
+    buf = io.BytesIO()
+    assert run(sc, 1, None, writer=TraceWriter(None, buffer=buf)).status == "ok"
+    path = tmp_path / "elect.jsonl"
+    path.write_bytes(buf.getvalue())
+    (answer,) = [e for e in _events(path, "elect_leaders") if e["trigger"] == "request"]
+    assert answer["ts_us"] > 8_000_000
+    (op,) = [o for o in read_view(str(path)).operations if o.kind == "preferred_election"]
+    assert op.start_us == 8_000_000 and "elected: orders-" in op.detail
