@@ -27,7 +27,7 @@ a device, a socket: named or found in a folder, refused unopened); an ``--out`` 
 input, or is a non-empty folder without its marker — ``--out`` takes a new or empty folder
 or one with ``analysis.json`` (the marker this command writes: a previous analysis, which is
 replaced dataset by dataset), ``--cache`` one with ``.isrlab-cache``; a folder of the user's
-is never written into, so Spark's overwrite of a dataset never deletes their files.
+is never written into, so replacing a dataset never deletes their files.
 While it runs, ``--out`` is held: a second analysis writing the same folder at once is
 refused (exit 2). A write to ``--out`` that fails on a full disk is one line, exit 2.
 A trace whose line is longer than 64 MiB, starts with a BOM or ends in CR LF is skipped,
@@ -52,6 +52,7 @@ from pyspark.sql import DataFrame
 from cli.args import Parser
 from emulator.files import FileRefused, claim_folder, kind_of, replacing
 from spark_analysis import analyses as A
+from spark_analysis.dataset_out import write_dataset, write_rows
 from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load_traces
 from spark_analysis.progress import SparkProgress
 from spark_analysis.session import java_reason, master_problem, open_session
@@ -246,23 +247,36 @@ def _analyze(args: argparse.Namespace) -> int:
             loaded = load_traces(spark, args.paths, cache_dir=args.cache,
                                  careful=args.careful)
             analysis = A.Analysis(loaded)
+            # the views' rows collected while they were written (a local --out), by name
+            written: dict[str, Any] = {}
             if args.out:
                 out = args.out.rstrip("/")
 
-                def write(name: str, build: Callable[[], DataFrame]) -> None:
+                def write(writing: Callable[[], Any]) -> Any:
                     try:   # a dataset of this analysis folder (claimed: --out's marker)
-                        build().write.mode("overwrite").parquet(f"{out}/{name}.parquet")
+                        return writing()
                     except Exception as exc:
                         if "://" in out or _disk_ok(out):
                             raise
                         raise _WriteFailed(java_reason(exc)) from None
 
-                for _ in side_by_side(spark, [(name, partial(write, name, build)) for name, build
-                                              in analysis.view_builders().items()]):
-                    pass
+                def path(name: str) -> str:
+                    return f"{out}/{name}.parquet"
 
-            per_trace = sorted((r.asDict() for r in analysis.wide().collect()),
-                               key=lambda r: r["trace"])
+                # the views whose rows the driver holds are written from them, the others
+                # collected as Arrow and written here (a URI's by Spark: dataset_out)
+                local = {} if "://" in out else analysis.local_views()
+                for name, (rows, schema) in local.items():
+                    write(partial(write_rows, rows, schema, path(name)))
+                def view(name: str, build: Callable[[], DataFrame]) -> Any:
+                    return write_dataset(build(), path(name))   # built in the task's thread
+
+                tasks = [(name, partial(write, partial(view, name, build)))
+                         for name, build in analysis.view_builders().items()
+                         if name not in local]
+                written = dict(side_by_side(spark, tasks))
+
+            per_trace = sorted(analysis.wide_rows(), key=lambda r: r["trace"])
             # traces imported from Kafka's logs (isrlab import) have no records: their per-record
             # anomalies are null in the views (not available, as isrlab check says), never zero
             imported = {r["trace"] for r in per_trace if r["imported"]}
@@ -272,7 +286,7 @@ def _analyze(args: argparse.Namespace) -> int:
                 from spark_analysis import explain as X
                 chain_df = X.chains(spark, [r["trace"] for r in per_trace]).persist()
                 if args.out:
-                    write("chains", lambda: chain_df)
+                    write(partial(write_dataset, chain_df, path("chains")))
                 explained = {
                     "rules": [r.asDict() for r in X.rule_table(chain_df).collect()],
                     "per_trace": {},
@@ -324,9 +338,11 @@ def _analyze(args: argparse.Namespace) -> int:
         print(_table("per trace", [{**r, "verdict": verdicts[r["trace"]].word}
                                    for r in per_trace], short))
         # the roll-ups from the per-trace rows collected above (no Spark job); the top
-        # churning replicas, read from the side lines, are the one view still collected
-        churning = [r.asDict() for r in
-                    analysis.view_builders()["top_churning_replicas"]().collect()]
+        # churning replicas, read from the side lines, as written with --out (else collected)
+        table = written.get("top_churning_replicas")
+        churning = (table.to_pylist() if table is not None else
+                    [r.asDict() for r in
+                     analysis.view_builders()["top_churning_replicas"]().collect()])
         for knob in A.ROLLUP_KNOBS:
             rows = A.rollup_rows(per_trace, knob)
             print()

@@ -202,7 +202,8 @@ def final_name(path: StrPath) -> str:
     return name
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting it and back: no other way)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -221,7 +222,7 @@ def replacing(path: StrPath, flag: str | None = None, inputs: Iterable[StrPath] 
         # what the file is to a writer that looks at them
         fd, name = tempfile.mkstemp(prefix=PART_PREFIX, suffix=f"-{final.name}",
                                     dir=final.parent)
-        os.fchmod(fd, 0o666 & ~_umask())   # as open() would have made it, not mkstemp's 0600
+        os.fchmod(fd, 0o666 & ~current_umask())   # as open() would have made it, not mkstemp's 0600
         os.close(fd)
         part = Path(name)
         try:

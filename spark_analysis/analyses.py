@@ -63,6 +63,7 @@ from typing import Any, Final
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from spark_analysis.final_logs import (
     SOURCE_SCHEMA,
@@ -170,6 +171,7 @@ class Analysis:
         self._family_rows: list[tuple[str, list[tuple[Any, ...]]]] | None = None
         self._meta: DataFrame | None = None
         self._wide: DataFrame | None = None
+        self._wide_rows: list[dict[str, Any]] = []
 
     @property
     def spark(self) -> Any:
@@ -283,8 +285,33 @@ class Analysis:
         """``anomaly_wide`` of the table and the meta (local data)."""
         if self._wide is None:
             df = anomaly_wide(self.table(), self.meta())
-            self._wide = self.spark.createDataFrame(df.collect(), df.schema)
+            rows = df.collect()
+            self._wide_rows = [r.asDict() for r in rows]
+            self._wide = self.spark.createDataFrame(rows, df.schema)
         return self._wide
+
+    def wide_rows(self) -> list[dict[str, Any]]:
+        """``wide()``'s rows, kept in the driver when it was built (no Spark job)."""
+        self.wide()
+        return self._wide_rows
+
+    def local_views(self) -> dict[str, tuple[list[dict[str, Any]], StructType]]:
+        """The views whose rows the driver already holds once ``table()`` and ``wide()``
+        are built — the anomaly table, the per-trace table and the roll-ups (``rollup_rows``,
+        the same definition as ``campaign_rollup``) — each as (rows, Spark schema), so
+        they are written without a Spark job (``dataset_out.write_rows``). Their
+        ``view_builders`` give the same rows as DataFrames."""
+        table, wide = self.table(), self.wide()
+        names = table.schema.fieldNames()
+        out = {
+            "anomalies_per_partition": ([dict(zip(names, r, strict=True)) for r in self._rows],
+                                        table.schema),
+            "anomalies_per_trace": (self._wide_rows, wide.schema),
+        }
+        for knob in ROLLUP_KNOBS:
+            out[f"rollup_{knob}"] = (rollup_rows(self._wide_rows, knob),
+                                     campaign_rollup(wide, knob).schema)
+        return out
 
     def view_builders(self) -> dict[str, Callable[[], DataFrame]]:
         """How to build every view ``isrlab analyze --out`` writes, by name. The anomaly
