@@ -150,6 +150,10 @@ class Controller(Machine):
         self.imbalance_check_interval_ms = imbalance_check_interval_ms
         self.imbalance_per_broker_pct = imbalance_per_broker_pct
         self.last_heartbeat: dict[int, int] = {}
+        #: the session check armed: its token (a newer one makes an older tick a no-op) and,
+        #: in the "deadline" mode, the time it is armed for (-1: none)
+        self._check_token = 0
+        self._check_at = -1
         #: the broker whose unclean shutdown the controller is handling, never an acceptable
         #: leader meanwhile (-1: none)
         self._unclean_restart = -1
@@ -206,7 +210,10 @@ class Controller(Machine):
             for key in sorted(st.partitions):
                 self._publish(st.partitions[key])
             self._broadcast_broker_states()
-        self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
+        if self.rules.zk_controller or self.rules.stale_broker_check == "periodic":
+            self._arm_session_check(self._check_period_ms())
+        # "deadline" (3.7): armed by the first heartbeat or registration, as Kafka's active
+        # controller arms it (rescheduleMaybeFenceStaleBrokers is not called on activation)
         if self.auto_leader_rebalance:
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
 
@@ -219,17 +226,18 @@ class Controller(Machine):
                                                           self.store.controller_epoch))
                 return
             self.send(src, BrokerHeartbeatResponse(msg.broker, msg.broker_epoch))
-            if rec.shutting_down:
-                return   # stopping: its heartbeats neither unfence it nor keep its session
-            self.last_heartbeat[msg.broker] = self.now_ms
-            if rec.fenced:
-                self._unfence(msg.broker)
-            elif msg.metadata_crc != self._view_crc():
-                self._catch_up(msg.broker)
+            if not rec.shutting_down:   # stopping: its heartbeats neither unfence it nor
+                self.last_heartbeat[msg.broker] = self.now_ms   # keep its session
+                if rec.fenced:
+                    self._unfence(msg.broker)
+                elif msg.metadata_crc != self._view_crc():
+                    self._catch_up(msg.broker)
+            self._rearm_session_deadline()
         elif t is AlterPartition:
             self._on_alter_partition(msg, src)
         elif t is BrokerRegistration:
             self._on_registration(msg, src)
+            self._rearm_session_deadline()
         elif t is ElectLeaders:
             self._on_elect_leaders(msg, src)
         elif t is ControlledShutdownRequest:
@@ -246,8 +254,8 @@ class Controller(Machine):
             self._balance_leaders()
             self.timer(self.imbalance_check_interval_ms, Tick("leader_balance", 0, 0))
         elif t is Tick:
-            self._session_check()
-            self.timer(min(500, self.session_timeout_ms / 4), Tick("session_check", 0, 0))
+            if msg.token == self._check_token:
+                self._on_session_check()
         if self.invariants:
             for key in sorted(self.store.partitions):
                 p = self.store.partitions[key]
@@ -647,11 +655,75 @@ class Controller(Machine):
         self._broadcast_broker_states()
 
     # -- fencing -------------------------------------------------------------------------
-    def _session_check(self) -> None:
+    # The session check. ZooKeeper eras: the controller learns of an expired ZooKeeper
+    # session at its next check, every min(500 ms, session / 4), and fences every expired
+    # broker at once. KRaft (``Rules.stale_broker_check``): one broker per check, the one
+    # heard from longest ago (``BrokerHeartbeatManager.findOneStaleBroker``, 3.7.0;
+    # ``BrokerHeartbeatTracker.maybeRemoveExpired``, 4.1.0), the next checked at once
+    # (3.7: the deadline re-armed to now) or 10 ms later (4.1: the periodic task's
+    # immediate period); a session is expired once last contact + timeout < now.
+    def _check_period_ms(self) -> float:
+        if self.rules.zk_controller:
+            return min(500, self.session_timeout_ms / 4)
+        # QuorumController.maybeFenceStaleBrokerPeriodNs: max(1 ms, session timeout / 8)
+        return max(1, self.session_timeout_ms // 8)
+
+    @property
+    def armed_session_check(self) -> Tick:
+        """The session check's timer message armed last (a test delivers it as its timer
+        would; an older one is a no-op)."""
+        return Tick("session_check", self._check_token, 0)
+
+    def _arm_session_check(self, delay_ms: float) -> None:
+        self._check_token += 1
+        self.timer(delay_ms, Tick("session_check", self._check_token, 0))
+
+    def _stale(self) -> list[int]:
+        """Unfenced brokers whose session expired, the one heard from longest ago first."""
         now = self.now_ms
-        for b, rec in sorted(self.store.brokers.items()):
-            if not rec.fenced and now - self.last_heartbeat.get(b, now) > self.session_timeout_ms:
-                self._fence(b, "controlled_shutdown" if rec.shutting_down else "session_timeout")
+        last = self.last_heartbeat
+        out = [(last.get(b, now), b) for b, rec in self.store.brokers.items()
+               if not rec.fenced and now - last.get(b, now) > self.session_timeout_ms]
+        return [b for _, b in sorted(out)]
+
+    def _on_session_check(self) -> None:
+        stale = self._stale()
+        if self.rules.zk_controller:
+            for b in sorted(stale):
+                self._fence_expired(b)
+            self._arm_session_check(self._check_period_ms())
+        elif self.rules.stale_broker_check == "periodic":
+            if stale:
+                self._fence_expired(stale[0])
+            self._arm_session_check(10 if stale else self._check_period_ms())
+        else:
+            self._check_at = -1
+            if stale:
+                self._fence_expired(stale[0])
+            self._rearm_session_deadline()
+
+    def _rearm_session_deadline(self) -> None:
+        """3.7.0 ``QuorumController.rescheduleMaybeFenceStaleBrokers``: the check armed for
+        the moment the oldest unfenced broker's session expires (``nextCheckTimeNs``), or
+        none when every broker is fenced. Other eras: nothing (their check is periodic)."""
+        if self.rules.zk_controller or self.rules.stale_broker_check != "deadline":
+            return
+        now = self.now_ms
+        contacts = [self.last_heartbeat.get(b, now) for b, rec in self.store.brokers.items()
+                    if not rec.fenced]
+        # expired once strictly past the timeout: the first ms at which it is
+        at = min(contacts) + self.session_timeout_ms + 1 if contacts else -1
+        if at == self._check_at:
+            return
+        self._check_at = at
+        if at < 0:
+            self._check_token += 1   # nothing to check: an armed tick becomes a no-op
+        else:
+            self._arm_session_check(max(0, at - now))
+
+    def _fence_expired(self, broker: int) -> None:
+        rec = self.store.brokers[broker]
+        self._fence(broker, "controlled_shutdown" if rec.shutting_down else "session_timeout")
 
     def _fence(self, broker: int, reason: str) -> None:
         """``handleBrokerFenced``: out of every ISR (not the last member without ELR)."""

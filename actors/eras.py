@@ -121,6 +121,16 @@ class Rules:
                                     # 1.5 x quorum.fetch.timeout.ms resigns (LeaderState's
                                     # check-quorum timer, commit 37416e1a); read by
                                     # actors.raft.config.raft_rules_for, KRaft eras only
+    stale_broker_check: str = "periodic"  # when a KRaft controller looks for a broker
+                                    # whose session expired (the ZooKeeper eras: ZooKeeper's
+                                    # session expiry, isrlab's 500 ms check): "deadline" (3.7.0
+                                    # QuorumController.rescheduleMaybeFenceStaleBrokers: one
+                                    # deferred event at the oldest unfenced broker's last
+                                    # contact + broker.session.timeout.ms, re-armed by every
+                                    # heartbeat, registration and check) or "periodic"
+                                    # (KAFKA-17793, 4.0.0: the maybeFenceStaleBroker periodic
+                                    # task every session timeout / 8, 10 ms after a run that
+                                    # fenced one; QuorumController.maybeFenceStaleBrokerPeriodNs)
     epochless_truncation_is_local: bool = True  # 2.1+: a truncating partition whose
                                     # epoch cache is empty truncates to its fetch offset (the
                                     # HW) without asking the leader (2.1.0
@@ -164,7 +174,7 @@ _BASE = Rules(
 _ERA_RULES: Final = {
     "4.1": _BASE,
     "3.7": replace(_BASE, era="3.7", elr=False, unclean_shutdown_detection=False,
-                   reassignment_completes_on_targets=False),
+                   reassignment_completes_on_targets=False, stale_broker_check="deadline"),
     "2.8": replace(_BASE, era="2.8",
                    duplicate_registration_refused=False,
                    elr=False, unclean_shutdown_detection=False,

@@ -25,7 +25,7 @@ from traces.writer import TraceWriter
 FIRST_DETECTION = {
     "s1-kip101-hw-truncation": 1,
     "s2-kip101-power-loss-divergence": 3,
-    "s4-kafka7128-stale-hw-isr-expand": 71,
+    "s4-kafka7128-stale-hw-isr-expand": 53,
     "s5-kip497-maximal-isr-race": 26,
     "s6-acks1-leader-failover": 1,
     "s10-lossy-crash-beyond-min-isr": 1,

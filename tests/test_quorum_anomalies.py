@@ -283,10 +283,15 @@ def _catalog(name: str, *overrides: str) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in catalog_trace(name, *overrides).splitlines()]
 
 
-def test_kafka15489_the_cut_leader_never_resigns_and_the_new_one_fences_every_broker() -> None:
-    """With the bug the isolated leader of epoch 1 stays leader for the whole cut, the
-    brokers keep following it, and the new active controller fences all three of them:
-    the committed ISRs fall under min.insync.replicas until the heal."""
+def test_kafka15489_the_cut_leader_never_resigns_and_the_metadata_stands_still() -> None:
+    """With the bug the isolated leader of epoch 1 stays leader for the whole cut and the
+    brokers keep following it: no broker reaches the new active controller, so it arms no
+    session check (3.7.0 ``QuorumController.rescheduleMaybeFenceStaleBrokers`` runs on a
+    heartbeat or a registration, never on activation) and fences nobody during the cut,
+    and no metadata change commits. At the heal the first heartbeat it hears arms the check
+    for sessions that began at its activation, long expired: the brokers not heard from
+    yet are fenced at once, one after the other, and the committed ISRs fall under
+    min.insync.replicas until their heartbeats unfence them."""
     ev = _catalog("kafka15489-partitioned-controller")
     start = next(e for e in ev if e["event"] == "fault" and e["phase"] == "start")
     stop = next(e for e in ev if e["event"] == "fault" and e["phase"] == "stop")
@@ -295,12 +300,12 @@ def test_kafka15489_the_cut_leader_never_resigns_and_the_new_one_fences_every_br
                    and e["from"] == "leader" and e["ts_us"] < stop["ts_us"] for e in ev)
     new = next(e for e in ev if e["event"] == "raft_transition" and e["to"] == "leader"
                and e["ts_us"] > start["ts_us"])
-    fenced = {e["broker"] for e in ev if e["event"] == "broker_fenced"
-              and e["node"] == f"controller-{new['voter']}" and e["ts_us"] < stop["ts_us"]}
-    assert fenced == {1, 2, 3}
-    assert not any(e["event"] == "controller_followed" and e["controller"] ==
-                   f"controller-{new['voter']}" and start["ts_us"] < e["ts_us"] < stop["ts_us"]
-                   for e in ev)
+    assert not any(e["event"] in ("broker_fenced", "isr_change") and start["ts_us"] < e["ts_us"]
+                   < stop["ts_us"] for e in ev)
+    fenced = [e for e in ev if e["event"] == "broker_fenced"
+              and e["node"] == f"controller-{new['voter']}"]
+    assert len(fenced) >= 2 and all(e["reason"] == "session_timeout" and
+                                    e["ts_us"] > stop["ts_us"] for e in fenced)
     r = check_events(ev)
     assert r.anomalies["under_min_isr"] > 0 and r.expect_met
 

@@ -15,6 +15,7 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from actors.controller import Controller
 from actors.core import Emit, Send, Timer
 from actors.eras import rules_for
 from actors.log import PartitionLog
@@ -145,3 +146,16 @@ class Wire:
     def emitted(self, name: str, machine: Replica | None = None) -> list[dict[str, Any]]:
         return [e.fields for a, e in self.log if isinstance(e, Emit) and e.event == name
                 and (machine is None or a == machine.address)]
+
+
+def session_checks(c: Controller) -> list[Any]:
+    """Deliver the controller's armed session check now, again as long as it fences a
+    broker (a KRaft check fences one: the next comes 10 ms later in 4.1, at once in 3.7;
+    a ZooKeeper-era check fences every expired broker), as its timers would; the effects."""
+    out: list[Any] = []
+    while True:
+        fenced = sum(r.fenced for r in c.store.brokers.values())
+        c.handle(c.armed_session_check, c.address)
+        out += c.drain()
+        if sum(r.fenced for r in c.store.brokers.values()) == fenced:
+            return out

@@ -38,6 +38,10 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "core/src/test/scala/unit/kafka/controller/PartitionLeaderElectionAlgorithmsTest.scala",
     "ClusterControlManagerTest":
         "metadata/src/test/java/org/apache/kafka/controller/ClusterControlManagerTest.java",
+    "BrokerHeartbeatManagerTest":
+        "metadata/src/test/java/org/apache/kafka/controller/BrokerHeartbeatManagerTest.java",
+    "BrokerHeartbeatTrackerTest":
+        "metadata/src/test/java/org/apache/kafka/controller/BrokerHeartbeatTrackerTest.java",
     "ReplicationControlManagerTest":
         "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
     "PartitionChangeBuilderTest":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness import session_checks
 from kafkacite import kafka
 
 from actors.controller import Controller, ControllerStore, PartitionRecord
@@ -24,7 +25,6 @@ from actors.messages import (
     BrokerHeartbeat,
     BrokerRegistration,
     BrokerRegistrationResponse,
-    Tick,
 )
 
 SESSION_MS = 9000
@@ -68,8 +68,8 @@ class Cluster:
         self.drain()
 
     def session_check(self) -> None:
-        self.c.handle(Tick("session_check", 0, 0), self.c.address)
-        self.drain()
+        effects = session_checks(self.c)
+        self.events += [{"event": e.event, **e.fields} for e in effects if isinstance(e, Emit)]
 
 
 @kafka("4.1.0", "ClusterControlManagerTest", "testDuplicateBrokerRegistrationWithActiveOldBroker")

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness import session_checks
 from kafkacite import kafka
 
 from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.core import Emit
 from actors.eras import rules_for
-from actors.messages import BrokerHeartbeat, BrokerRegistration, ControlledShutdownRequest, Tick
+from actors.messages import BrokerHeartbeat, BrokerRegistration, ControlledShutdownRequest
 
 SESSION_MS = 9000
 
@@ -71,8 +72,7 @@ def test_a_broker_fenced_before_the_topics_exist_is_left_out_of_their_isrs() -> 
     c = _controller()
     _register(c, 1)
     c.now_us = (SESSION_MS + 1) * 1000
-    c.handle(Tick("session_check", 0, 0), c.address)
-    c.drain()
+    session_checks(c)
     assert c.store.brokers[1].fenced
     assert all(p.partition_epoch == -1 for p in c.store.partitions.values())
     _register(c, 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness import session_checks
 from kafkacite import kafka
 
 from actors.controller import Controller, ControllerStore, PartitionRecord
@@ -62,8 +63,7 @@ class Ctx:
             if b not in brokers and not rec.fenced:
                 self.c.handle(BrokerHeartbeat(b, rec.epoch, 0), (f"broker-{b}", "broker"))
         self.c.now_us = self.now_ms * 1000
-        self.c.handle(Tick("session_check", 0, 0), self.c.address)
-        self.c.drain()
+        session_checks(self.c)
         assert all(self.c.store.brokers[b].fenced for b in brokers)
 
     def expire_session(self, broker: int) -> None:
@@ -423,7 +423,6 @@ def test_the_periodic_rebalance_elects_every_preferred_leader_that_can_lead() ->
     """Brokers 0-4 with 0 and 1 out: broker 2 leads foo-0, foo-1 and foo-2. Back, 1 is put in
     foo-0's ISR; the balance moves foo-0 to 1 and leaves foo-2 (its preferred 0 is still
     out): leaders 1, 2, 2, still imbalanced."""
-    from actors.messages import Tick
     ctx = Ctx((0, 1, 2, 3, 4), [(1, 2, 3), (2, 3, 4), (0, 2, 1)])
     ctx.fence(0, 1)
     ctx.unfence(1)
