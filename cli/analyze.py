@@ -50,7 +50,13 @@ import orjson
 from pyspark.sql import DataFrame
 
 from cli.args import Parser
-from emulator.files import FileRefused, claim_folder, kind_of, replacing
+from emulator.files import (
+    FileRefused,
+    claim_folder,
+    kind_of,
+    remove_stale_scratch,
+    replacing,
+)
 from spark_analysis import analyses as A
 from spark_analysis.dataset_out import write_dataset, write_rows
 from spark_analysis.load import TraceInputError, claim_cache, expand_paths, load_traces
@@ -212,6 +218,9 @@ def _holding_out(args: argparse.Namespace) -> Iterator[Callable[[int], None]]:
                 marker.write_bytes(orjson.dumps(record) + b"\n")
         except OSError as exc:
             raise _WriteFailed(exc.strerror or str(exc)) from None
+        # what a killed analysis of this folder left half-written (its datasets' scratch
+        # folders; not the marker's part file, which this run is writing through now)
+        remove_stale_scratch(args.out, OUT_MARKER, parts=False)
 
         def finish(code: int) -> None:
             try:

@@ -301,15 +301,18 @@ def remove_scratch(folder: StrPath) -> None:
     shutil.rmtree(p, ignore_errors=True)
 
 
-def remove_stale_scratch(parent: StrPath, marker: str) -> None:
+def remove_stale_scratch(parent: StrPath, marker: str, *, parts: bool = True) -> None:
     """Remove the scratch folders a killed command left in ``parent``: only when ``parent``
-    carries ``marker`` (it is the command's own folder), only entries with the prefix."""
+    carries ``marker`` (it is the command's own folder), only entries with the prefix; with
+    ``parts`` its half-written files too (not while a write of the caller's own is under
+    way in ``parent``: :func:`replacing` writes through such a file)."""
     p = Path(parent)
     if not (p / marker).is_file():
         return
     for entry in os.scandir(p):
         if entry.name.startswith(SCRATCH_PREFIX) and entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
-        elif entry.name.startswith(PART_PREFIX) and entry.is_file(follow_symlinks=False):
+        elif (parts and entry.name.startswith(PART_PREFIX)
+              and entry.is_file(follow_symlinks=False)):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)

@@ -17,9 +17,10 @@ Spark's own write of it). It is also where a user wants the files when ``--maste
 cluster: Spark's writer would put a local path's files on the executors' own disks. A
 view for a URI (``hdfs://``, ``s3a://``, ``file://``) is written by Spark, on the cluster.
 
-The dataset is written whole or not at all: into a scratch folder beside it (the
-``.isrlab-part-`` prefix a claimed folder tolerates), renamed into place; a dataset of the
-same name — a previous analysis in the same claimed ``--out`` — is replaced only then.
+The dataset is written whole or not at all: into a scratch folder beside it
+(``emulator.files.scratch_folder``: a prefix a claimed folder tolerates, swept by the next
+analysis when a killed one left it), renamed into place; a dataset of the same name — a
+previous analysis in the same claimed ``--out`` — is replaced only then.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -38,13 +38,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from emulator.files import PART_PREFIX, current_umask
+from emulator.files import current_umask, scratch_folder
 
 #: the one data file of a dataset written here (Spark's name pattern: part, index, codec)
 PART_FILE: Final = "part-00000.snappy.parquet"
 #: Spark's marker of a completely written dataset (its committer's, kept for readers that
 #: look for it)
 SUCCESS: Final = "_SUCCESS"
+#: the process's umask, read once at import: reading it sets it for a moment, which the
+#: threads that write views side by side must not see
+_UMASK: Final = current_umask()
 
 
 def write_dataset(df: DataFrame, path: str) -> pa.Table | None:
@@ -68,17 +71,15 @@ def write_rows(rows: Sequence[dict[str, Any]], schema: StructType, path: str) ->
 
 def _place(table: pa.Table, final: Path) -> None:
     """``table`` written as the dataset ``final``, whole or not at all."""
-    scratch = Path(tempfile.mkdtemp(prefix=PART_PREFIX, suffix=f"-{final.name}",
-                                    dir=final.parent))
+    scratch = scratch_folder(final.parent)
     old: Path | None = None
     try:
         pq.write_table(table, scratch / PART_FILE, compression="snappy")
         (scratch / SUCCESS).touch()
         # as mkdir would have made it, not mkdtemp's 0700
-        os.chmod(scratch, 0o777 & ~current_umask())
+        os.chmod(scratch, 0o777 & ~_UMASK)
         if final.exists() or final.is_symlink():
-            old = Path(tempfile.mkdtemp(prefix=PART_PREFIX, suffix=f"-old-{final.name}",
-                                        dir=final.parent))
+            old = scratch_folder(final.parent)
             os.replace(final, old / final.name)
         os.replace(scratch, final)
     except BaseException:

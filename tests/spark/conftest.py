@@ -248,9 +248,15 @@ def bad_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ru
     ev[0]["schema"] = 2
     schema2.write_bytes(b"".join(seal(orjson.dumps(e)) for e in ev))
     (folder / "notes.txt").write_text("not a trace")  # ignored: not *.jsonl
+    # the --out of a previous analysis that was killed while it wrote a dataset: its
+    # marker, and the dataset's scratch folder (dataset_out), which this run sweeps
+    previous = folder.parent / "analysis"
+    (previous / ".isrlab-scratch-killed").mkdir(parents=True)
+    (previous / ".isrlab-scratch-killed" / "part-00000.snappy.parquet").write_bytes(b"PAR1")
+    (previous / "analysis.json").write_text('{"isrlab": "analyze", "complete": false}\n')
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(folder), "--json", "--out", str(folder.parent / "analysis")])
+        code = main([str(folder), "--json", "--out", str(previous)])
     paths = {"ok": ok, "damaged": damaged, "cut": cut, "schema2": schema2}
     return Run(folder, folder.parent / "analysis", code, json.loads(out.getvalue()), err.getvalue(),
                {k: p.resolve() for k, p in paths.items()})

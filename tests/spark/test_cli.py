@@ -26,6 +26,9 @@ def test_analyze_json_uses_checker_names_and_writes_one_parquet_per_view(
                  "isr_churn_per_minute", "partition_health", "log_divergence"):
         assert (bad_run.out / f"{view}.parquet").is_dir(), view
     assert spark.read.parquet(str(bad_run.out / "rollup_protocol.parquet")).count() == 1
+    # a killed analysis's half-written dataset in the same --out is swept, nothing else
+    assert not list(bad_run.out.glob(".isrlab-*"))
+    assert (bad_run.out / "analysis.json").is_file()
 
 
 def test_analyze_of_a_missing_path_exits_2(
