@@ -154,6 +154,9 @@ class Controller(Machine):
         #: in the "deadline" mode, the time it is armed for (-1: none)
         self._check_token = 0
         self._check_at = -1
+        #: how sessions are checked: "zookeeper" (the ZooKeeper eras: every expired broker at
+        #: each 500 ms check), or the KRaft era's ``Rules.stale_broker_check``
+        self._check_mode = "zookeeper" if rules.zk_controller else rules.stale_broker_check
         #: the broker whose unclean shutdown the controller is handling, never an acceptable
         #: leader meanwhile (-1: none)
         self._unclean_restart = -1
@@ -210,7 +213,7 @@ class Controller(Machine):
             for key in sorted(st.partitions):
                 self._publish(st.partitions[key])
             self._broadcast_broker_states()
-        if self.rules.zk_controller or self.rules.stale_broker_check == "periodic":
+        if self._check_mode != "deadline":
             self._arm_session_check(self._check_period_ms())
         # "deadline" (3.7): armed by the first heartbeat or registration, as Kafka's active
         # controller arms it (rescheduleMaybeFenceStaleBrokers is not called on activation)
@@ -663,7 +666,7 @@ class Controller(Machine):
     # (3.7: the deadline re-armed to now) or 10 ms later (4.1: the periodic task's
     # immediate period); a session is expired once last contact + timeout < now.
     def _check_period_ms(self) -> float:
-        if self.rules.zk_controller:
+        if self._check_mode == "zookeeper":
             return min(500, self.session_timeout_ms / 4)
         # QuorumController.maybeFenceStaleBrokerPeriodNs: max(1 ms, session timeout / 8)
         return max(1, self.session_timeout_ms // 8)
@@ -688,11 +691,11 @@ class Controller(Machine):
 
     def _on_session_check(self) -> None:
         stale = self._stale()
-        if self.rules.zk_controller:
+        if self._check_mode == "zookeeper":
             for b in sorted(stale):
                 self._fence_expired(b)
             self._arm_session_check(self._check_period_ms())
-        elif self.rules.stale_broker_check == "periodic":
+        elif self._check_mode == "periodic":
             if stale:
                 self._fence_expired(stale[0])
             self._arm_session_check(10 if stale else self._check_period_ms())
@@ -706,7 +709,7 @@ class Controller(Machine):
         """3.7.0 ``QuorumController.rescheduleMaybeFenceStaleBrokers``: the check armed for
         the moment the oldest unfenced broker's session expires (``nextCheckTimeNs``), or
         none when every broker is fenced. Other eras: nothing (their check is periodic)."""
-        if self.rules.zk_controller or self.rules.stale_broker_check != "deadline":
+        if self._check_mode != "deadline":
             return
         now = self.now_ms
         contacts = [self.last_heartbeat.get(b, now) for b, rec in self.store.brokers.items()

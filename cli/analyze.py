@@ -256,8 +256,8 @@ def _analyze(args: argparse.Namespace) -> int:
             loaded = load_traces(spark, args.paths, cache_dir=args.cache,
                                  careful=args.careful)
             analysis = A.Analysis(loaded)
-            # the views' rows collected while they were written (a local --out), by name
-            written: dict[str, Any] = {}
+            # the top churning replicas as written (a local --out: collected to write them)
+            churning_table: Any = None
             if args.out:
                 out = args.out.rstrip("/")
 
@@ -283,7 +283,7 @@ def _analyze(args: argparse.Namespace) -> int:
                 tasks = [(name, partial(write, partial(view, name, build)))
                          for name, build in analysis.view_builders().items()
                          if name not in local]
-                written = dict(side_by_side(spark, tasks))
+                churning_table = dict(side_by_side(spark, tasks)).get("top_churning_replicas")
 
             per_trace = sorted(analysis.wide_rows(), key=lambda r: r["trace"])
             # traces imported from Kafka's logs (isrlab import) have no records: their per-record
@@ -348,8 +348,7 @@ def _analyze(args: argparse.Namespace) -> int:
                                    for r in per_trace], short))
         # the roll-ups from the per-trace rows collected above (no Spark job); the top
         # churning replicas, read from the side lines, as written with --out (else collected)
-        table = written.get("top_churning_replicas")
-        churning = (table.to_pylist() if table is not None else
+        churning = (churning_table.to_pylist() if churning_table is not None else
                     [r.asDict() for r in
                      analysis.view_builders()["top_churning_replicas"]().collect()])
         for knob in A.ROLLUP_KNOBS:

@@ -308,9 +308,10 @@ class Analysis:
                                         table.schema),
             "anomalies_per_trace": (self._wide_rows, wide.schema),
         }
+        # one schema for every knob: (knob, value) as text, then the counts
+        schema = campaign_rollup(wide, ROLLUP_KNOBS[0]).schema
         for knob in ROLLUP_KNOBS:
-            out[f"rollup_{knob}"] = (rollup_rows(self._wide_rows, knob),
-                                     campaign_rollup(wide, knob).schema)
+            out[f"rollup_{knob}"] = (rollup_rows(self._wide_rows, knob), schema)
         return out
 
     def view_builders(self) -> dict[str, Callable[[], DataFrame]]:

@@ -73,10 +73,10 @@ class Ctx:
         """Deliver every armed check due by ``ms``, in time order (a stale token: a no-op,
         as in the runtime)."""
         while True:
-            due = sorted(a for a in self.armed if a[0] <= ms)
+            due = [a for a in self.armed if a[0] <= ms]
             if not due:
                 return
-            when, tick = due[0]
+            when, tick = min(due, key=lambda a: a[0])   # the first armed of the earliest
             self.armed.remove((when, tick))
             self.at(when)
             self.c.handle(tick, self.c.address)
