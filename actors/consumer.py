@@ -440,7 +440,6 @@ class Consumer(Client):
         eager protocol give up every partition (``assignFromSubscribed(emptySet)``: positions
         dropped, fetching stops — a fetch already pending stays pending until its answer or
         its timeout, as Kafka's does); then join again."""
-        before = set(self.commits)
         self._commit(self.assigned)
         if protocol_of(self.cfg.assignor) == "eager":
             self.position.clear()
@@ -448,7 +447,12 @@ class Consumer(Client):
             self._waiting.clear()
             self.stuck = None
             self._rejoining = True
-        self._sync_commits = set(self.commits) - before
+        # every commit in flight, not only the ones just sent: Kafka commits all consumed
+        # positions here, changed or not (3.7.0 onJoinPrepare, maybeAutoCommitOffsetsAsync),
+        # and the coordinator answers one connection's commits in order, so the rejoin
+        # waits for an auto-commit already in flight too; isrlab sends no commit for a
+        # position already committed, and waits for that one's answer instead
+        self._sync_commits = set(self.commits)
         if self._sync_commits:
             return
         self._join()

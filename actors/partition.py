@@ -107,9 +107,14 @@ class Partition(LocalReplica):
             if rules.hw_over_isr_only:
                 holds = broker in self.isr
             else:
+                # shouldWaitForReplicaToJoinIsr: caught up and ISR-eligible, the broker
+                # epoch checked being the one of the replica's last fetch (3.7.0/4.1.0
+                # Partition.isReplicaIsrEligible, stateSnapshot.brokerEpoch): a restarted
+                # broker whose last fetch was its old incarnation's holds nothing back
                 caught_up = (st is not None and rules.hw_counts_caught_up
                              and st.is_caught_up(leo, now, lag)
-                             and (not rules.isr_eligibility or self._isr_eligible(broker, -1)))
+                             and (not rules.isr_eligibility
+                                  or self._isr_eligible(broker, st.broker_epoch)))
                 holds = broker in counted or caught_up
             if holds:
                 new_hw = f_leo

@@ -17,7 +17,9 @@ def main(argv: list[str]) -> int:
         prog="isrlab show", description="Show a trace as a timeline, one line per event.")
     parser.add_argument("trace", help="a .jsonl or .jsonl.gz trace")
     parser.add_argument("--partition", metavar="P", help="orders-0, or 0 for every topic")
-    parser.add_argument("--node", metavar="N", help="broker-2, or 2; controller, producer-0…")
+    parser.add_argument("--node", metavar="N",
+                        help="broker-2, or 2; controller (with a quorum: every voter), "
+                        "controller-3001, producer-0…")
     parser.add_argument("--from", dest="from_s", metavar="T", help="from T seconds")
     parser.add_argument("--to", dest="to_s", metavar="T", help="up to T seconds (inclusive)")
     parser.add_argument("--events", metavar="KIND,...", help="only these event kinds")

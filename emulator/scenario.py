@@ -31,6 +31,7 @@ from emulator.scenario_keys import (
     CATALOG,
     CLUSTER,
     CONSUMER,
+    DEFAULT_QUORUM_VOTERS,
     DELAY,
     EXPECT,
     EXPLORE,
@@ -190,9 +191,10 @@ def resolve(raw: dict[str, Any], file: str, text: str = "",
                         f"{cluster['offsets.topic.replication.factor']} is above the broker "
                         f"count ({cluster['brokers']}): Kafka cannot create __consumer_offsets")
     if cluster["controller_quorum"] is None:
-        # the single controller, until the KRaft eras default to a three-voter quorum
-        # (docs/kraft-quorum.md, "What remains")
-        cluster["controller_quorum"] = 0
+        # KRaft runs its controllers as a Raft quorum: three voters unless the scenario says
+        # otherwise (issue 52; 0 keeps the single controller node); ZooKeeper's eras have none
+        cluster["controller_quorum"] = (DEFAULT_QUORUM_VOTERS if sc["protocol"] in KRAFT_ERAS
+                                        else 0)
     if cluster["controller_quorum"] == 0:
         del cluster["controller_quorum"]
         quorum_bugs = [b for b in sc["bugs"] if b in QUORUM_BUGS]

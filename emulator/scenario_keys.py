@@ -68,6 +68,9 @@ def _between(lo: float, hi: float, why: str) -> Callable[[Any], str | None]:
 LONG_MAX_VALUE = 2**63 - 1
 #: how much simulated time one run may cover (a campaign of days is a bench, not a run)
 MAX_SIM_S = 1_000_000.0
+#: voters of a KRaft-era cluster's controller quorum when the scenario does not say
+#: (``cluster.controller_quorum``): three, as a KRaft cluster is deployed for fail-over
+DEFAULT_QUORUM_VOTERS = 3
 
 
 def _rate(v: Any) -> str | None:
@@ -103,11 +106,10 @@ CLUSTER: dict[str, Key] = {
     # add_broker step starts one (a new broker id registering mid-run)
     "spare.brokers": Key(INT, 0, _between(0, 1000, "spare brokers")),
     # KRaft eras: the controllers as a Raft quorum of this many voters (nodes
-    # controller-3000, controller-3001, ...; actors.quorum_controller). 0, the default for
-    # now: the single controller node "controller", whose store survives everything (the
-    # key is then left out of the resolved scenario: a trace header without it is a
-    # single-controller run, and replays as one whatever the default becomes;
-    # emulator.scenario.recorded)
+    # controller-3000, controller-3001, ...; actors.quorum_controller), DEFAULT_QUORUM_VOTERS
+    # unless set. 0: the single controller node "controller", whose store survives
+    # everything (the key is then left out of the resolved scenario: a trace header without
+    # it is a single-controller run, and replays as one; emulator.scenario.recorded)
     "controller_quorum": Key(INT, None, _between(0, 9, "controller quorum voters"),
                              derived=True),
     "replica.lag.time.max.ms": Key(INT, None, _pos, derived=True),   # era default

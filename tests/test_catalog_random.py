@@ -28,10 +28,10 @@ FIRST_DETECTION = {
     "s4-kafka7128-stale-hw-isr-expand": 53,
     "s5-kip497-maximal-isr-race": 26,
     "s6-acks1-leader-failover": 1,
-    "s10-lossy-crash-beyond-min-isr": 1,
+    "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 11,
     "s17-kafka7415-leader-without-epoch-entry": 80,
-    "kafka15665-reassign-completes-short": 41,
+    "kafka15665-reassign-completes-short": 202,
     "elr-keeps-removed-replica": 37,
 }
 

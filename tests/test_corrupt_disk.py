@@ -486,10 +486,11 @@ def test_a_power_loss_recovery_cuts_at_damage_the_page_cache_kept() -> None:
 
 # -- whole runs ------------------------------------------------------------------------------
 #: both followers of orders-0 stop fetching for 1.5 s; meanwhile the leader's last record
-#: is damaged, so that they meet it when they resume
+#: is damaged, so that they meet it when they resume (from 2.5 s: the controller quorum's
+#: first election and the topic's creation come first)
 STALL_AND_DAMAGE = (
-    '{at_s=1.0, fault="stall_fetcher", target=["follower:orders-0/0", "follower:orders-0/1"],'
-    ' duration_s=1.5}, {at_s=2.0, fault="corrupt_disk", target="leader:orders-0",'
+    '{at_s=2.5, fault="stall_fetcher", target=["follower:orders-0/0", "follower:orders-0/1"],'
+    ' duration_s=1.5}, {at_s=3.5, fault="corrupt_disk", target="leader:orders-0",'
     ' topic_partition="orders-0"}')
 
 
@@ -538,7 +539,7 @@ def test_a_damaged_leader_killed_uncleanly_cuts_its_log_at_the_damage_on_restart
     and the old leader's recovery finds the damaged batch and cuts its log there, then
     follows the new leader: the cluster converges and no acknowledged write is lost."""
     _res, data = run_to_bytes("default", 1, [
-        f'faults.plan=[{STALL_AND_DAMAGE}, {{at_s=4.0, fault="crash", '
+        f'faults.plan=[{STALL_AND_DAMAGE}, {{at_s=5.5, fault="crash", '
         f'target="leader:orders-0", duration_s=5.0}}]'])
     evs = events(data)
     damaged = next(e["offset"] for e in evs if e["event"] == "fault"

@@ -59,6 +59,8 @@ def recorded(name: str) -> str:
     ("s7-acks-all-min-isr-1", "lost_acked_write", "min_isr_1 last_replica_standing",
      ["ISR [1], HW", "broker-1 power loss: recovered to LEO 0"]),
     ("s6-acks1-leader-failover", "lost_acked_uncommitted", "acks_1", ["(acks 1)"]),
+    ("elr-keeps-removed-replica", "lost_acked_write", "elr_election",
+     ["reassignment cancel: replicas [1,2]", "broker-3 elected leader (elr"]),
 ])
 def test_each_catalog_chain_names_the_rule_its_description_names(
         scenario: str, anomaly: str, rule: str, steps: list[str]) -> None:
@@ -251,3 +253,20 @@ def test_a_last_known_leader_election_is_named_for_kip966_not_for_the_unclean_se
     lost = [c for c in explain(str(path)).chains if c.anomaly == "lost_acked_write"]
     assert lost and lost[0].rule == "last_known_leader"
     assert "unclean.leader.election.enable=false" not in RULES[lost[0].rule].fix
+
+
+def test_a_record_acked_after_the_cancel_took_its_copy_is_lost_to_the_elr_election(
+        tmp_path: Path) -> None:
+    """The finding's own run (docs/findings/elr-keeps-removed-replica.md, seed 1): one record
+    is acknowledged by broker-1 after the cancel removed broker-3's replica (the leader had
+    not applied the change yet). broker-3's ISR join is the ELR election itself, not a
+    leader's expansion, so that record's chain is the same story as the others'
+    (``elr_election``), not the LESO check of a leader's expansion."""
+    from helpers import run_to_bytes
+
+    res, data = run_to_bytes("elr-keeps-removed-replica", 1, [])
+    assert res.status == "ok"
+    path = tmp_path / "elr.jsonl"
+    path.write_bytes(data)
+    lost = [c for c in explain(str(path)).chains if c.anomaly == "lost_acked_write"]
+    assert len(lost) >= 2 and {c.rule for c in lost} == {"elr_election"}

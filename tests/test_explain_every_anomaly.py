@@ -187,7 +187,12 @@ def test_an_offline_partition_says_what_became_of_each_replica_it_could_elect(
         where: Path) -> None:
     [chain] = _chains("kafka15665-reassign-completes-short", where, "no_convergence")
     offline = next(s.text for s in chain.steps if "offline: no leader" in s.text)
-    assert "broker-4 fenced" in offline and "not in the replica list" in offline
+    electable = re.search(r"electable \[([\d,]+)\]", offline)
+    assert electable and " — at the end " in offline
+    fates = offline.split(" — at the end ", 1)[1]
+    for b in electable.group(1).split(","):   # each one's fate is said
+        assert re.search(rf"broker-{b} (fenced|alive|not in the replica list|crashed)", fates)
+    assert "not in the replica list" in fates
     assert any("crashed (power_loss)" in s.text for s in chain.steps)
 
 

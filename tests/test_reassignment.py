@@ -128,14 +128,16 @@ def test_a_timed_reassign_is_cancelled_when_its_duration_ends_unfinished() -> No
 def test_a_reassign_issued_while_the_controller_is_down_waits_for_it() -> None:
     """The admin client retries a call that finds no controller every ``retry.backoff.ms``
     until ``default.api.timeout.ms`` (``KafkaAdminClient``): a reassignment issued while
-    the controller is down starts when it is back (before, it was dropped unseen); one
-    still without a controller after 60 s is traced as timed out."""
-    plan = ('faults.plan=[{at_s = 9.0, fault = "crash", target = "controller", '
+    every controller voter is down starts when they are back (before, it was dropped
+    unseen); one still without a controller after 60 s is traced as timed out. (One voter
+    down would only move the leadership to another.)"""
+    voters = ["controller-3000", "controller-3001", "controller-3002"]
+    plan = (f'faults.plan=[{{at_s = 9.0, fault = "crash", target = {voters}, '
             'duration_s = 4.0}, {at_s = 10.0, fault = "reassign", target = "orders-0", '
-            'replicas = [4, 5, 6]}]')
+            'replicas = [4, 5, 6]}]').replace("'", '"')
     evs = _events("reassign-under-load", plan)
     (back,) = [e for e in evs if e["event"] == "fault" and e["phase"] == "stop"
-               and e["target"] == ["controller"]]
+               and e["target"] == voters]
     (asked,) = _of(evs, "alter_reassignments")
     assert asked["ts_us"] >= back["ts_us"] and asked["results"] == ["orders-0:NONE"]
     assert _of(evs, "reassignment", topic="orders", partition=0, phase="complete")
@@ -273,10 +275,12 @@ def test_kafka15665_a_move_completes_while_a_kept_target_lags_only_before_the_fi
     back in the ISR and nothing is lost."""
     evs = _events("kafka15665-reassign-completes-short", f'protocol="{protocol}"',
                   f"bugs={bugs}")
+    (start,) = _of(evs, "reassignment", phase="start")
     (done,) = _of(evs, "reassignment", phase="complete")
     lost = check_events(evs).anomalies["lost_acked_write"]
     if completes_short:
-        assert done["isr"] == [4] and done["ts_us"] < 13_000_000 and lost > 0
+        # within 2 s of its start: 4 has joined, 3 is still far behind
+        assert done["isr"] == [4] and done["ts_us"] - start["ts_us"] < 2_000_000 and lost > 0
     else:
         assert done["isr"] == [3, 4] and done["ts_us"] > 20_000_000 and lost == 0
 

@@ -25,15 +25,16 @@ def test_defaults_are_kafkas_and_depend_on_the_era() -> None:
     assert old["topics"][0]["unclean.leader.election.enable"] is True
 
 
-def test_the_quorum_key_is_kraft_only_and_zero_is_left_out_of_the_resolved_scenario(
+def test_kraft_eras_default_to_a_three_voter_controller_quorum_and_zookeeper_eras_to_none(
         ) -> None:
-    """KRaft (3.7, 4.1) may run its controllers as a Raft quorum (1 to 9 voters); 0, the
-    default for now, keeps the single controller node and is left out of the resolved
-    scenario. ZooKeeper's eras have no quorum and refuse one."""
-    assert load("default", ["cluster.controller_quorum=3"])["cluster"]["controller_quorum"] == 3
+    """KRaft (3.7, 4.1) runs its controllers as a Raft quorum: three voters unless a scenario
+    says otherwise (1 to 9); 0 keeps the single controller node and is left out of the
+    resolved scenario. ZooKeeper's eras have no quorum and refuse one."""
+    assert load("default")["cluster"]["controller_quorum"] == 3
+    assert load("default", ['protocol="3.7"'])["cluster"]["controller_quorum"] == 3
     assert load("default", ['protocol="3.7"', "cluster.controller_quorum=1"]
                 )["cluster"]["controller_quorum"] == 1
-    assert "controller_quorum" not in load("default")["cluster"]
+    assert "controller_quorum" not in load("default", ["cluster.controller_quorum=0"])["cluster"]
     assert "controller_quorum" not in load("default", ['protocol="2.8"'])["cluster"]
     with pytest.raises(ScenarioError, match="ZooKeeper"):
         load("default", ['protocol="2.8"', "cluster.controller_quorum=3"])
@@ -44,7 +45,7 @@ def test_a_header_without_the_quorum_key_replays_as_the_single_controller() -> N
     carry no key; re-resolving such a header must not give it three voters."""
     single = load("default", ["cluster.controller_quorum=0"])
     assert resolve(recorded(single), "header") == single
-    three = load("default", ["cluster.controller_quorum=3"])
+    three = load("default")
     assert resolve(recorded(three), "header") == three
     assert "controller_quorum" not in single["cluster"]   # recorded() copied, not edited
 

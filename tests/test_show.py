@@ -156,6 +156,26 @@ def test_a_file_that_is_not_a_trace_or_a_bad_filter_is_exit_2(
     assert "--from" in capsys.readouterr().err
 
 
+def test_node_controller_names_every_voter_of_a_controller_quorum(
+    trace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The default scenario runs three controller voters (4.1); the active one changes over a
+    run, so ``--node controller`` keeps every voter's events (and a fault aimed at one),
+    while ``--node controller-3001`` is that voter alone."""
+    evs = events_of(trace)
+    voters = {e["node"] for e in evs if str(e["node"]).startswith("controller-")}
+    assert voters and "controller" not in {e["node"] for e in evs}
+    lines = show_lines(capsys, str(trace), "--node", "controller")
+    assert len(lines) == sum(1 for e in evs if str(e["node"]).startswith("controller-"))
+    keep = show.Filter(node="controller")
+    fault = {"seq": 5, "ts_us": 1, "event": "fault", "node": "sim", "actor": "nemesis",
+             "fault": "pause", "phase": "start", "target": ["controller-3002"]}
+    assert keep(fault) and not show.Filter(node="controller-3001")(fault)
+    assert not keep({**fault, "target": ["broker-1"]})
+    one = show_lines(capsys, str(trace), "--node", "controller-3000")
+    assert 0 < len(one) < len(lines) or len(voters) == 1
+
+
 def test_node_filter_keeps_the_faults_aimed_at_that_node() -> None:
     keep = show.Filter(node="broker-2")
     fault = {"seq": 5, "ts_us": 1, "event": "fault", "node": "sim", "actor": "nemesis",

@@ -114,10 +114,12 @@ def test_shrink_bad_input_exits_2_with_one_line(
       "faults.interval_s=0.5", "faults.fault_duration_s=0.3"],
      "lost_acked_write"),
     # S6's partition (the leader with the producer, away from its followers and the
-    # controller) among ~35 random splits, link delays and pauses
+    # active controller) among ~35 random splits and link delays (with the three-voter
+    # controller quorum and pauses in the mix, no seed of 1-60 lost a write; without the
+    # pauses seed 4 does)
     ("s6-acks1-leader-failover",
-     ["faults.plan=[]", 'faults.nemesis=["split","delay","pause"]',
-      "faults.budget=false", "faults.interval_s=1.2", "faults.fault_duration_s=10.0",
+     ["faults.plan=[]", 'faults.nemesis=["split","delay"]',
+      "faults.budget=false", "faults.interval_s=1.0", "faults.fault_duration_s=10.0",
       "duration_s=40.0"],
      "lost_acked_uncommitted"),
 ])

@@ -124,13 +124,18 @@ def test_topic_steps_are_checked_against_the_topics_at_load() -> None:
 
 
 def test_a_request_while_the_controller_is_down_waits_for_it() -> None:
-    """The controller is down from 7 s to 10 s: the add_partitions step at 8 s is retried
-    by the admin client and the partitions are created once the controller is back."""
-    evs = _events(SCENARIO, 'faults.plan=[{at_s=7.0, fault="crash", target="controller", '
-                            'duration_s=3.0}, {at_s=8.0, fault="add_partitions", '
-                            'target="orders", partitions=6}]')
+    """Every controller voter is down from 7 s to 10 s: the add_partitions step at 8 s is
+    retried by the admin client and the partitions are created once the voters are back
+    and have elected a leader (one voter down would only move the leadership)."""
+    evs = _events(SCENARIO, 'faults.plan=[{at_s=7.0, fault="crash", target=["controller-3000",'
+                            ' "controller-3001", "controller-3002"], duration_s=3.0}, '
+                            '{at_s=8.0, fault="add_partitions", target="orders", '
+                            'partitions=6}]')
     (grown,) = _of(evs, "create_partitions", topic="orders")
-    assert grown["error"] == "NONE" and 10_000_000 <= grown["ts_us"] < 10_200_000
+    elected = [e for e in evs if e["event"] == "raft_transition" and e.get("to") == "leader"
+               and e["ts_us"] >= 10_000_000]
+    assert elected, "the voters elect a leader once they are back"
+    assert grown["error"] == "NONE" and elected[0]["ts_us"] <= grown["ts_us"] < 13_000_000
     assert check_events(evs).expect_met
 
 

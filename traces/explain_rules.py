@@ -334,6 +334,10 @@ def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
                 return "truncation_to_hw" if era < (0, 11) else "no_epoch_entry"
             if "(offset_out_of_range)" in how:
                 return "no_epoch_entry"
+        if x not in had and kind == "elr":
+            # its ISR join is the ELR election itself (no leader's expansion to judge): a
+            # record acked after the replica lost its copy is the same story as the others
+            return "elr_election"
         if x not in had:
             joined = joins.get(x)
             in_isr_at_ack = snap is not None and x in snap.isr

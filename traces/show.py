@@ -18,7 +18,8 @@ fixed (a stream has no look-ahead) and a longer name just pushes the line right.
   streaming viewer must). ``--no-verify`` reads aborted or damaged traces as far as they
   parse. A 100 MB trace costs constant memory.
 * Filters: ``--partition orders-0`` or ``--partition 0`` (every topic), ``--node broker-2``
-  or ``--node 2`` (plus the faults aimed at it), ``--from/--to`` seconds (inclusive),
+  or ``--node 2`` (plus the faults aimed at it; ``--node controller`` is every voter of a
+  controller quorum), ``--from/--to`` seconds (inclusive),
   ``--events hw_update,isr_change``; they combine (and). A name the trace does not have is
   bad input, as a malformed ``--partition`` is: ``--node`` naming no node of the trace (no
   event of it, no fault aimed at it) and ``--events`` naming a kind neither in the trace nor
@@ -67,6 +68,10 @@ _COLOURS: Final[dict[str, str]] = {
 _HEAD: Final = ("seq", "ts_us", "event", "node", "actor")
 #: A value rendered longer than this is summarised (``records=[…120 items]``).
 _VALUE_WIDTH: Final = 60
+#: ``--node controller`` in a trace of a controller quorum: every voter's node
+#: (``controller-3000``, ...; the trace's own naming, actors.quorum_controller)
+CONTROLLER: Final = "controller"
+VOTER_PREFIX: Final = "controller-"
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -320,10 +325,10 @@ class Filter:
             return False
         if self.to_us is not None and isinstance(ts, int) and ts > self.to_us:
             return False
-        if self.node is not None and ev.get("node") != self.node:
+        if self.node is not None and not self._names(ev.get("node")):
             target = ev.get("target")  # a fault aimed at the node belongs to its story
             if not (ev.get("event") == "fault" and isinstance(target, list)
-                    and self.node in target):
+                    and any(self._names(t) for t in target)):
                 return False
         if self.partition is not None:
             if ev.get("partition") != self.partition:
@@ -331,6 +336,12 @@ class Filter:
             if self.topic is not None and ev.get("topic") != self.topic:
                 return False
         return True
+
+    def _names(self, node: object) -> bool:
+        """``--node`` names this node: itself, or ``controller`` for every voter of a
+        controller quorum (``controller-3000``, ...: the active one changes over a run)."""
+        return node == self.node or (self.node == CONTROLLER and isinstance(node, str)
+                                     and node.startswith(VOTER_PREFIX))
 
 
 def _partition(text: str) -> tuple[str | None, int]:
@@ -416,7 +427,7 @@ def unknown_names(keep: Filter, seen: Seen) -> str | None:
             return (f"--events: {', '.join(map(repr, unknown))}: no such event kind in this "
                     "trace or in the trace schema (kinds here: "
                     f"{_some(sorted(seen.events))})")
-    if keep.node is not None and keep.node not in seen.nodes:
+    if keep.node is not None and not any(keep._names(n) for n in seen.nodes):
         return (f"--node {keep.node}: no such node in this trace (nodes: "
                 f"{_some(sorted(seen.nodes))})")
     return None
