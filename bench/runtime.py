@@ -5,7 +5,8 @@
     partitions, RF 3, 2,000 records/s, one consumer group, 60 simulated s, random faults).
 Prints both, their ratio, and simulated seconds per wall second; then (c) the same run
 with message tracing (``--trace-messages``) and its slowdown factor (skip it with
-``--no-messages``).  Run: make bench
+``--no-messages``; ``--set KEY=VALUE`` changes the reference as ``isrlab run`` does).
+Run: make bench
 
 A delivered message is one item taken from an actor's inbox (a Trio memory-channel hop):
 a network frame (msgpack, checksummed) or a timer message (in-process, no msgpack; every
@@ -55,6 +56,12 @@ async def floor_hops(n: int) -> None:
         await done.wait()
 
 
+def _overrides(argv: list[str]) -> list[str]:
+    """``--set KEY=VALUE`` (repeatable), as ``isrlab run`` takes them: e.g.
+    ``--set cluster.controller_quorum=0`` for the reference with the single controller."""
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"]
+
+
 async def _floor() -> float:
     t0 = time.process_time()
     await floor_hops(N)
@@ -65,7 +72,7 @@ def main() -> None:
     floor = min(trio.run(_floor) for _ in range(3))
     print(f"(a) floor: Trio hop + msgpack encode/decode: {floor * 1e6:.2f} us/message "
           f"({1 / floor:,.0f} msg/s)")
-    sc = load("reference")
+    sc = load("reference", _overrides(sys.argv[1:]))
     buf = io.BytesIO()
     t0 = time.perf_counter()
     c0 = time.process_time()
