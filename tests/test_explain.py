@@ -270,3 +270,26 @@ def test_a_record_acked_after_the_cancel_took_its_copy_is_lost_to_the_elr_electi
     path.write_bytes(data)
     lost = [c for c in explain(str(path)).chains if c.anomaly == "lost_acked_write"]
     assert len(lost) >= 2 and {c.rule for c in lost} == {"elr_election"}
+
+
+def test_a_write_acked_under_min_isr_2_is_never_said_acked_by_the_leader_alone() -> None:
+    """explain's ISR at an acknowledgement is the controller's, which the leader learns a
+    metadata update later (with the KRaft quorum, at its next metadata fetch). With
+    ``min.insync.replicas = 2`` Kafka never acknowledges an acks=all write on an ISR of one
+    (``Partition.checkEnoughReplicasReachOffset``: NOT_ENOUGH_REPLICAS_AFTER_APPEND), so a
+    record the controller's ISR [1] shows acked, and that two power losses took from both
+    replicas holding it, is a page-cache loss, not ``min_isr_1``; with min ISR 1 (or not
+    said) it stays ``min_isr_1``."""
+    from traces.explain_fold import _Change, _Snap
+    from traces.explain_rules import record_rule
+
+    snap = _Snap(1, 0, (1,), {1: 10, 2: 10}, {1: 0, 2: 0}, ())
+    lost = {1: _Change(20, 2_000, 1, None, "power loss"),
+            2: _Change(10, 1_000, 2, None, "power loss")}
+
+    def rule(min_isr: int | None) -> str:
+        return record_rule("lost_acked_write", snap, 0, {1, 2}, lost, {}, None,
+                           {"acks": "all"}, era=(4, 1), min_isr=min_isr)
+
+    assert rule(2) == "page_cache_loss"
+    assert rule(1) == rule(None) == "min_isr_1"

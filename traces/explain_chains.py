@@ -52,6 +52,15 @@ class _Judge(_Teller):
         """The leader epoch of a term (None stays None)."""
         return None if term is None else self.fold.term_epoch.get(term, UNKNOWN)
 
+    def min_isr(self, topic: object) -> int | None:
+        """The topic's ``min.insync.replicas`` in the trace's scenario (None: not said, as
+        in an imported trace)."""
+        for t in self.scenario.get("topics") or ():
+            if isinstance(t, dict) and t.get("name") == topic:
+                v = t.get("min.insync.replicas")
+                return v if isinstance(v, int) else None
+        return None
+
     def era(self) -> tuple[int, ...]:
         try:
             return tuple(int(x) for x in self.protocol.split("."))
@@ -220,7 +229,7 @@ class _Judge(_Teller):
         if final:
             steps.append(Step(1 << 62, self.fold.end_ts, final))
         rule = record_rule(anomaly, snap, epoch, had, lost, joins, decisive, anchor,
-                           era=self.era())
+                           era=self.era(), min_isr=self.min_isr(key[0]))
         nodes = {f"broker-{r}" for r in (set(lost) | set(joins) | had)}
         if decisive is not None and decisive[2]["leader"] is not None:
             nodes.add(f"broker-{decisive[2]['leader']}")

@@ -290,15 +290,22 @@ def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
                 lost: dict[int, _Change],
                 joins: dict[int, tuple[int, int, dict[str, Any], int | None]],
                 decisive: tuple[int, int, dict[str, Any]] | None,
-                anchor: dict[str, Any], *, era: tuple[int, ...]) -> str:
+                anchor: dict[str, Any], *, era: tuple[int, ...],
+                min_isr: int | None = None) -> str:
     """The rule at fault of a record's chain: ``epoch`` the record's term, ``had`` the
     replicas that ever held it after ``anchor`` (its acknowledgement or read), ``lost`` how
     each lost it (last time), ``joins`` the ISR joins without it, ``decisive`` the election
-    (or reassignment, or takeover) that left no leader holding it; ``era`` the trace's protocol."""
+    (or reassignment, or takeover) that left no leader holding it; ``era`` the trace's
+    protocol, ``min_isr`` the topic's ``min.insync.replicas`` when the trace says it."""
     acks = str(anchor.get("acks"))
     if anomaly == "lost_acked_uncommitted" and acks == "1":
         return "acks_1"
-    single = snap is not None and len(snap.isr) == 1 and anomaly == "lost_acked_write"
+    # acknowledged with the leader alone in the ISR: the ISR here is the controller's, which
+    # the leader learns a metadata update later; with min.insync.replicas above 1 an acks=all
+    # write is never acknowledged on an ISR of one (checkEnoughReplicasReachOffset answers
+    # NOT_ENOUGH_REPLICAS_AFTER_APPEND), so the leader still counted more replicas
+    single = (snap is not None and len(snap.isr) == 1 and anomaly == "lost_acked_write"
+              and (min_isr is None or min_isr <= 1))
     if decisive is not None and decisive[2]["election"] == "reassignment_cancel":
         return "reassignment_revert"
     if decisive is not None and decisive[2]["election"] == "reassignment_complete":
