@@ -325,10 +325,10 @@ class Filter:
             return False
         if self.to_us is not None and isinstance(ts, int) and ts > self.to_us:
             return False
-        if self.node is not None and not self._names(ev.get("node")):
+        if self.node is not None and not self.matches_node(ev.get("node")):
             target = ev.get("target")  # a fault aimed at the node belongs to its story
             if not (ev.get("event") == "fault" and isinstance(target, list)
-                    and any(self._names(t) for t in target)):
+                    and any(self.matches_node(t) for t in target)):
                 return False
         if self.partition is not None:
             if ev.get("partition") != self.partition:
@@ -337,7 +337,7 @@ class Filter:
                 return False
         return True
 
-    def _names(self, node: object) -> bool:
+    def matches_node(self, node: object) -> bool:
         """``--node`` names this node: itself, or ``controller`` for every voter of a
         controller quorum (``controller-3000``, ...: the active one changes over a run)."""
         return node == self.node or (self.node == CONTROLLER and isinstance(node, str)
@@ -427,7 +427,7 @@ def unknown_names(keep: Filter, seen: Seen) -> str | None:
             return (f"--events: {', '.join(map(repr, unknown))}: no such event kind in this "
                     "trace or in the trace schema (kinds here: "
                     f"{_some(sorted(seen.events))})")
-    if keep.node is not None and not any(keep._names(n) for n in seen.nodes):
+    if keep.node is not None and not any(keep.matches_node(n) for n in seen.nodes):
         return (f"--node {keep.node}: no such node in this trace (nodes: "
                 f"{_some(sorted(seen.nodes))})")
     return None

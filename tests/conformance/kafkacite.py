@@ -54,6 +54,9 @@ KAFKA_TEST_FILES: dict[str, str] = {
     "PartitionReassignmentRevertTest":
         "metadata/src/test/java/org/apache/kafka/controller/"
         "PartitionReassignmentRevertTest.java",
+    "ConsumerCoordinatorTest":
+        "clients/src/test/java/org/apache/kafka/clients/consumer/internals/"
+        "ConsumerCoordinatorTest.java",
     "GroupCoordinatorTest":
         "core/src/test/scala/unit/kafka/coordinator/group/GroupCoordinatorTest.scala",
     "NetworkClientTest": "clients/src/test/java/org/apache/kafka/clients/NetworkClientTest.java",

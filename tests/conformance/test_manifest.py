@@ -118,6 +118,6 @@ def render() -> str:
 if __name__ == "__main__":
     import sys
 
-    sys.path[:0] = [str(HERE), str(HERE.parent)]
+    sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent.parent)]
     (HERE / "MANIFEST.md").write_text(render())
     print(f"wrote {HERE / 'MANIFEST.md'}")
