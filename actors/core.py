@@ -26,7 +26,7 @@ other entry's place in the scheduler's order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar, cast, dataclass_transform
+from typing import Any, Final, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 M = TypeVar("M")
@@ -119,7 +119,7 @@ class Machine:
     def touch(self, other: M) -> M:
         """Before calling into ``other`` (a machine of this task): bring its clock to now
         and have its effects committed with this message's."""
-        m = cast(Machine, other)
+        m: Any = other   # a Machine, or a Protocol of one (no typing.cast call: hot path)
         m.now_us = self.now_us
         self.touched.append(m)
         return other

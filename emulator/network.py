@@ -182,19 +182,17 @@ class Network:
         est = self._rtt.get(link)
         return est[0] if est is not None else 2 * self.delay.sample_us(self._rng)
 
-    def _sample(self, link: Link, one_way_us: int) -> None:
-        """One RTT sample (twice the one-way delay just drawn), RFC 6298 section 2."""
-        r = 2 * one_way_us
+    def _one_way(self, link: Link) -> int:
+        """One one-way delay drawn for ``link``, and the RTT sample it makes (twice it:
+        RFC 6298 section 2's estimator, kept per link)."""
+        d = self.delay.sample_us(self._rng) + self._extra_us.get(link, 0)
+        r = 2 * d
         est = self._rtt.get(link)
         if est is None:
             self._rtt[link] = [r, r // 2]
         else:
             est[1] += (abs(est[0] - r) - est[1]) // 4
             est[0] += (r - est[0]) // 8
-
-    def _one_way(self, link: Link) -> int:
-        d = self.delay.sample_us(self._rng) + self._extra_us.get(link, 0)
-        self._sample(link, d)
         return d
 
     # -- delivery ------------------------------------------------------------------------

@@ -390,25 +390,22 @@ class Scheduler:
     def _drain(self, codec: Codec, m: Machine) -> list[tuple[Machine, list[Outbound]]]:
         """The effects of ``m`` and, after them, of every machine of its task it called
         into (:meth:`actors.core.Machine.touch`), in the order first touched."""
-        out = [(m, self._encode(codec, m.drain()))] if m._out else []
+        encode = codec.encode
+        out: list[tuple[Machine, list[Outbound]]] = []
         touched = m.touched
+        for t in (m, *touched) if touched else (m,):
+            effects: list[Any] = t._out
+            if effects:   # a machine touched twice is drained the first time
+                t._out = []   # Machine.drain, inlined: the list is handed over
+                # each Send encoded now, in the sender's task, to a (dst, frame) pair, in
+                # place; the other effects stay as they are
+                for i, e in enumerate(effects):
+                    if type(e) is Send:
+                        effects[i] = (e.dst, encode(e.msg))
+                out.append((t, effects))
         if touched:
-            for t in touched:
-                if t._out:   # a machine touched twice is drained the first time
-                    out.append((t, self._encode(codec, t.drain())))
             touched.clear()
         return out
-
-    @staticmethod
-    def _encode(codec: Codec, effects: list[Any]) -> list[Outbound]:
-        """Encode each ``Send`` now, in the sender's task, to a ``(dst, frame)`` pair, in
-        place; the other effects stay as they are (no copy: the list is the machine's own,
-        handed over by :meth:`actors.core.Machine.drain`)."""
-        encode = codec.encode
-        for i, e in enumerate(effects):
-            if type(e) is Send:
-                effects[i] = (e.dst, encode(e.msg))
-        return effects
 
     def _commit(self, m: Machine, effects: list[Outbound]) -> None:
         now = self.now
