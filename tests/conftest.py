@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,15 @@ if str(ROOT) not in sys.path:
 
 # Spark's local Python workers must be this interpreter (it has msgpack, trio, isrlab).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+# A suite started as a background job of a non-interactive shell (``make test &``, a CI
+# runner's ``cmd &``) inherits SIGINT ignored, and then Python installs no handler for it:
+# the tests that stop a run with SIGINT (tests/test_hostile_input_runs.py, and
+# tests/test_trace_writer_interrupts.py's interrupt in a flush) would wait for a
+# KeyboardInterrupt that never comes. Python's own handler, as in a terminal; a run this
+# suite starts gets the default disposition again on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _WORKER_LINES: list[str] = []
