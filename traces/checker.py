@@ -378,7 +378,7 @@ class Checker:
         scenario = ev.get("scenario")
         self.scenario = scenario if isinstance(scenario, dict) else {}
         self.seed = _int(ev.get("seed"))
-        self._min_isr = _effective_min_isr(self.scenario)
+        self._min_isr = effective_min_isr(self.scenario)
 
     def _on_run_end(self, ev: Event, seq: int, ts: int) -> None:
         status = ev.get("status")
@@ -874,7 +874,7 @@ class Checker:
                     )
 
 
-def _effective_min_isr(scenario: Mapping[str, Any]) -> dict[str, int]:
+def effective_min_isr(scenario: Mapping[str, Any]) -> dict[str, int]:
     """Per topic: min(min.insync.replicas, replication.factor) (Kafka's effectiveMinIsr)."""
     out: dict[str, int] = {}
     topics = scenario.get("topics")

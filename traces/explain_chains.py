@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from traces.checker import CheckResult, Event, check_file
+from traces.checker import CheckResult, Event, check_file, effective_min_isr
 from traces.explain_fold import UNKNOWN, Key, _Change, _Fold, _int, _ints, _Story
 from traces.explain_output import Chain, Explanation, Step
 from traces.explain_rules import divergence_rule, hw_rule, record_rule
@@ -45,21 +45,14 @@ class _Judge(_Teller):
         self.protocol = str(fold.header.get("protocol") or self.scenario.get("protocol") or "")
         bugs = self.scenario.get("bugs")
         self.bugs = [b for b in bugs if isinstance(b, str)] if isinstance(bugs, list) else []
+        #: per topic, Kafka's effectiveMinIsr (the checker's reading of the scenario)
+        self.min_isr = effective_min_isr(self.scenario)
         self._seqs: list[int] | None = None
         self._tss: list[int] = []
 
     def _ep(self, term: int | None) -> int | None:
         """The leader epoch of a term (None stays None)."""
         return None if term is None else self.fold.term_epoch.get(term, UNKNOWN)
-
-    def min_isr(self, topic: object) -> int | None:
-        """The topic's ``min.insync.replicas`` in the trace's scenario (None: not said, as
-        in an imported trace)."""
-        for t in self.scenario.get("topics") or ():
-            if isinstance(t, dict) and t.get("name") == topic:
-                v = t.get("min.insync.replicas")
-                return v if isinstance(v, int) else None
-        return None
 
     def era(self) -> tuple[int, ...]:
         try:
@@ -229,7 +222,7 @@ class _Judge(_Teller):
         if final:
             steps.append(Step(1 << 62, self.fold.end_ts, final))
         rule = record_rule(anomaly, snap, epoch, had, lost, joins, decisive, anchor,
-                           era=self.era(), min_isr=self.min_isr(key[0]))
+                           era=self.era(), min_isr=self.min_isr.get(key[0]))
         nodes = {f"broker-{r}" for r in (set(lost) | set(joins) | had)}
         if decisive is not None and decisive[2]["leader"] is not None:
             nodes.add(f"broker-{decisive[2]['leader']}")

@@ -296,7 +296,8 @@ def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
     replicas that ever held it after ``anchor`` (its acknowledgement or read), ``lost`` how
     each lost it (last time), ``joins`` the ISR joins without it, ``decisive`` the election
     (or reassignment, or takeover) that left no leader holding it; ``era`` the trace's
-    protocol, ``min_isr`` the topic's ``min.insync.replicas`` when the trace says it."""
+    protocol, ``min_isr`` the topic's effective ``min.insync.replicas`` (Kafka's
+    ``effectiveMinIsr``: capped by the replication factor) when the trace says it."""
     acks = str(anchor.get("acks"))
     if anomaly == "lost_acked_uncommitted" and acks == "1":
         return "acks_1"
@@ -341,11 +342,11 @@ def record_rule(anomaly: str, snap: _Snap | None, epoch: int, had: set[int],
                 return "truncation_to_hw" if era < (0, 11) else "no_epoch_entry"
             if "(offset_out_of_range)" in how:
                 return "no_epoch_entry"
-        if x not in had and kind == "elr":
-            # its ISR join is the ELR election itself (no leader's expansion to judge): a
-            # record acked after the replica lost its copy is the same story as the others
-            return "elr_election"
         if x not in had:
+            if kind == "elr":
+                # its ISR join is the ELR election itself (no leader's expansion to judge):
+                # a record acked after the replica lost its copy is the same story
+                return "elr_election"
             joined = joins.get(x)
             in_isr_at_ack = snap is not None and x in snap.isr
             at_ack = snap.held.get(x) if snap is not None else None

@@ -44,6 +44,7 @@ from typing import Any, Final, TextIO
 
 import orjson
 
+from actors.quorum_controller import controller_id
 from traces.reader import Event, open_bytes
 from traces.schema import EVENTS
 
@@ -69,9 +70,8 @@ _HEAD: Final = ("seq", "ts_us", "event", "node", "actor")
 #: A value rendered longer than this is summarised (``records=[…120 items]``).
 _VALUE_WIDTH: Final = 60
 #: ``--node controller`` in a trace of a controller quorum: every voter's node
-#: (``controller-3000``, ...; the trace's own naming, actors.quorum_controller)
+#: (``controller-3000``, ...: actors.quorum_controller.controller_node's naming)
 CONTROLLER: Final = "controller"
-VOTER_PREFIX: Final = "controller-"
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -341,7 +341,7 @@ class Filter:
         """``--node`` names this node: itself, or ``controller`` for every voter of a
         controller quorum (``controller-3000``, ...: the active one changes over a run)."""
         return node == self.node or (self.node == CONTROLLER and isinstance(node, str)
-                                     and node.startswith(VOTER_PREFIX))
+                                     and controller_id(node) >= 0)
 
 
 def _partition(text: str) -> tuple[str | None, int]:
