@@ -148,8 +148,9 @@ class Scheduler:
     def stop(self) -> None:
         self._stop = True
 
-    def _push(self, t: int, kind: int, dst: Any, src: Any, frame: bytes, handle: int = 0
+    def _push(self, t: int, kind: int, dst: Any, src: Any, frame: Any, handle: int = 0
               ) -> int:
+        """``frame``: a network frame's bytes, or a timer's message (never encoded)."""
         seq = self._seq = self._seq + 1
         self._entries[seq] = (kind, dst, src, frame, handle)
         if handle:
@@ -677,8 +678,9 @@ class Scheduler:
             heapq.heapify(self._heap)
         return key
 
-    def _drop(self, src: tuple[str, str], dst: tuple[str, str], frame: bytes, reason: str
+    def _drop(self, src: tuple[str, str], dst: tuple[str, str], frame: Any, reason: str
               ) -> None:
+        """``frame``: bytes, or the message of a timer of a crashed actor (never traced)."""
         if src == dst:  # a timer of a crashed actor: not a network event
             return
         self.writer.emit(self.now, src[0], src[1], "msg_drop", {
