@@ -668,10 +668,6 @@ class QuorumController(_RaftShell):
         return -1 if leader is None else leader
 
 
-def controller_id_of(node: str) -> int:
-    return controller_id(node)
-
-
 class MetadataHost(Protocol):
     """What a :class:`MetadataObserver` tells its broker (:class:`actors.broker.Broker`)."""
 
