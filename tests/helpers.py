@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import io
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -24,6 +28,23 @@ SMALL = [
 ]
 FAULTY = SMALL + ['faults.nemesis=["kill","power_loss","partition","pause","isolate_leader"]',
                   "faults.interval_s=1.5", "faults.fault_duration_s=2.0"]
+
+
+_SCRATCH: list[Path] = []
+
+
+def scenario_file(text: str, stem: str = "scenario") -> Path:
+    """``text`` written as a scenario file named by its digest (so one text is one file), in
+    this process's scratch folder, removed when the process ends: the tests that build a
+    scenario in code and need it as a file (``load``, or the command line) leave nothing
+    behind in the system's temporary folder."""
+    if not _SCRATCH:
+        _SCRATCH.append(Path(tempfile.mkdtemp(prefix="isrlab-tests-")))
+        atexit.register(shutil.rmtree, _SCRATCH[0], ignore_errors=True)
+    path = _SCRATCH[0] / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
+    if not path.exists():
+        path.write_text(text)
+    return path
 
 
 def run_to_bytes(scenario: str, seed: int, overrides: list[str] | None = None

@@ -13,10 +13,8 @@ controller no longer pushes PartitionState / BrokerStates.
 from __future__ import annotations
 
 import io
-import os
 import random
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -42,6 +40,7 @@ from actors.quorum_controller import (
 from actors.raft.config import raft_rules_for
 from emulator.cluster import run
 from emulator.scenario import load
+from tests.helpers import scenario_file
 from traces.checker import check_events
 from traces.writer import TraceWriter
 
@@ -80,10 +79,7 @@ VOTERS = ("controller-3000", "controller-3001", "controller-3002")
 
 @cache
 def _events() -> tuple[dict[str, Any], ...]:
-    d = Path(os.environ.get("TMPDIR", "/tmp")) / f"kraft-observers-{os.getpid()}"
-    d.mkdir(exist_ok=True)
-    path = d / "observers.toml"
-    path.write_text(SCENARIO)
+    path = scenario_file(SCENARIO, "kraft-observers")
     buf = io.BytesIO()
     res = run(load(str(path)), SEED, None, writer=TraceWriter(None, buffer=buf))
     assert res.status == "ok", res.error

@@ -7,7 +7,6 @@ metadata records that take effect once committed, brokers follow it when it move
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import subprocess
@@ -20,7 +19,7 @@ import orjson
 
 from emulator.cluster import run
 from emulator.scenario import load
-from tests.helpers import ROOT
+from tests.helpers import ROOT, scenario_file
 from traces.checker import check_events
 from traces.writer import TraceWriter
 
@@ -69,11 +68,7 @@ SEED = 3
 
 
 def _scenario_file(text: str = SCENARIO) -> Path:
-    d = Path(os.environ.get("TMPDIR", "/tmp")) / f"kraft-quorum-{os.getpid()}"
-    d.mkdir(exist_ok=True)
-    path = d / f"q-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
-    path.write_text(text)
-    return path
+    return scenario_file(text, "kraft-quorum")
 
 
 @cache

@@ -8,9 +8,7 @@ scenarios' stories as their traces tell them.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
 import random
 from functools import cache
 from pathlib import Path
@@ -22,7 +20,7 @@ from spark.tracebuild import Trace, append, applied, diverged_quorum, hw, quorum
 
 from emulator.cluster import run
 from emulator.scenario import ScenarioError, load
-from tests.helpers import catalog_trace
+from tests.helpers import catalog_trace, scenario_file
 from traces.checker import check_events
 from traces.explain import explain
 from traces.writer import TraceWriter
@@ -168,11 +166,7 @@ acks = "all"
 
 def load_text(text: str, _name: str) -> dict[str, Any]:
     """The scenario of ``text`` (written to a file named by its digest)."""
-    d = Path(os.environ.get("TMPDIR", "/tmp")) / f"quorum-faults-{os.getpid()}"
-    d.mkdir(exist_ok=True)
-    path = d / f"q-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
-    path.write_text(text)
-    return load(str(path))
+    return load(str(scenario_file(text, "quorum-faults")))
 
 
 def _text(faults: str, quorum: int = 3, era: str = "4.1", bugs: str = "") -> str:
