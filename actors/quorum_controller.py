@@ -70,6 +70,7 @@ from actors.messages import (
     PartitionState,
     UnregisterBroker,
 )
+from actors.nodes import BROKER_PREFIX, controller_node, raft_node_id
 from actors.quorum_messages import NotController, RaftEnvelope, envelope, unwrap
 from actors.raft.client import KafkaRaftClient
 from actors.raft.config import QuorumConfig, RaftRules
@@ -78,10 +79,6 @@ from actors.raft.errors import NotLeaderError
 from actors.raft.log import RaftLog
 from actors.raft.messages import LeaderChangeMessage, VoteResponse
 from actors.raft.timer import FOREVER
-
-#: controller node ids start here (never a broker id); node ``controller-<id>``
-CONTROLLER_ID_BASE: Final = 3000
-CONTROLLER_PREFIX: Final = "controller-"
 
 #: the requests only the active controller serves
 _CONTROLLER_REQUESTS: Final = (BrokerRegistration, BrokerHeartbeat, ControlledShutdownRequest,
@@ -97,26 +94,6 @@ OBSERVER_ACTOR: Final = "raft"
 #: the shortest wait between two polls of an observer whose client asks to be polled again
 #: at once (see :meth:`MetadataObserver._step`)
 OBSERVER_SPIN_MS: Final = 1
-BROKER_PREFIX: Final = "broker-"
-
-
-def controller_node(node_id: int) -> str:
-    return f"{CONTROLLER_PREFIX}{node_id}"
-
-
-def controller_id(node: str) -> int:
-    """The node id of controller node ``node`` (-1: not a controller node)."""
-    rest = node[len(CONTROLLER_PREFIX):] if node.startswith(CONTROLLER_PREFIX) else ""
-    return int(rest) if rest.isdigit() else -1
-
-
-def raft_node_id(node: str) -> int:
-    """The Raft node id of ``node``: a controller's id, or a broker's (an observer of the
-    metadata log); -1 for any other node."""
-    if node.startswith(BROKER_PREFIX):
-        rest = node[len(BROKER_PREFIX):]
-        return int(rest) if rest.isdigit() else -1
-    return controller_id(node)
 
 
 def raft_address(node_id: int, voters: tuple[int, ...]) -> Address:
@@ -777,7 +754,6 @@ class MetadataObserver(_RaftShell):
             self.touch(self.host).on_metadata(list(partitions), brokers)
 
 
-__all__ = ["CONTROLLER_ID_BASE", "OBSERVER_ACTOR", "ControllerDisk", "MetadataHost",
-           "MetadataObserver", "QuorumController", "QuorumView", "RaftTick", "apply_record",
-           "controller_id", "controller_node", "raft_address", "raft_node_id",
+__all__ = ["OBSERVER_ACTOR", "ControllerDisk", "MetadataHost", "MetadataObserver",
+           "QuorumController", "QuorumView", "RaftTick", "apply_record", "raft_address",
            "records_between"]

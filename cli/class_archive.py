@@ -5,8 +5,9 @@ the classes its JVM loaded when it exits. ``make demo`` runs it after the demo.
 Steps, each in a child ``isrlab analyze TRACE --json --out TMP``: the dump
 (``DUMP_ENV``, into a temporary folder beside the cache), then the check (``CHECK_ENV``:
 the same analysis mapping the new archive must exit 0 and print its JSON whole). Only a
-checked archive is renamed into place (the archives of other keys, which nothing maps
-any more, are removed), and its size recorded after it
+checked archive is renamed into place (the archives no install maps any more are removed:
+``stale_archives``; another checkout's good one stays), the install it serves and its size
+recorded after it
 (``size_record``, written to a temporary name and renamed): an analysis never maps half an
 archive or an unchecked one, and one already there is kept. Prints a line when it starts
 making one and a line at the end. Exit 0: made,
@@ -28,7 +29,10 @@ from spark_analysis.class_archive import (
     DUMP_ENV,
     archive_path,
     checked,
+    owner_record,
+    ownership,
     size_record,
+    stale_archives,
 )
 from spark_analysis.session import QUICK_JVM_OPTIONS
 
@@ -48,6 +52,14 @@ def _analysis(trace: str, out: str, env: dict[str, str]) -> str | None:
     return None
 
 
+def _write(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole: written beside it under a temporary name, renamed."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".record-",
+                                     delete=False) as f:
+        f.write(text)
+    os.replace(f.name, path)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m cli.class_archive TRACE", file=sys.stderr)
@@ -62,6 +74,8 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     if checked(path):
+        if not owner_record(path).exists():   # made before owner records: name its install
+            _write(owner_record(path), ownership())
         print(f"class archive: {path} (already made)")
         return 0
     print("class archive: making the driver JVM's class archive for faster analyses (once "
@@ -78,12 +92,11 @@ def main(argv: list[str]) -> int:
             print(f"class archive: not made ({why})", file=sys.stderr)
             return 1
         size = part.stat().st_size
-        for stale in path.parent.glob("driver-classes-*.jsa*"):
-            stale.unlink()   # another JDK's, Spark's or option set's: never mapped again
+        for stale in stale_archives(path):
+            stale.unlink(missing_ok=True)   # nothing maps it again (another checkout's stays)
         os.replace(part, path)
-        record = Path(tmp) / "size"
-        record.write_text(f"{size}\n")
-        os.replace(record, size_record(path))
+        _write(owner_record(path), ownership())
+        _write(size_record(path), f"{size}\n")
     print(f"class archive: {path} ({size >> 20} MiB): analyses of small inputs now start "
           f"faster")
     return 0

@@ -50,14 +50,13 @@ from actors.messages import (
     ReplicationThrottle,
     UnregisterBroker,
 )
+from actors.nodes import CONTROLLER_ID_BASE, controller_node
 from actors.producer import Producer, ProducerConfig
 from actors.quorum_controller import (
-    CONTROLLER_ID_BASE,
     ControllerDisk,
     MetadataObserver,
     QuorumController,
     QuorumView,
-    controller_node,
 )
 from actors.raft.config import raft_rules_for
 from actors.replica import Replica, ReplicaConfig

@@ -27,6 +27,9 @@ alternating, ``docs/performance.md``): 34.8 / 36.6 s and 34.2 / 33.9 CPU s witho
   archive (``CHECK_ENV``) and keeps it only if that exits 0 with its ``--json`` intact;
   then it writes ``<archive>.size`` beside it, and an analysis maps the archive only
   while its size is that one (a file cut short later is not used).
+* **One cache, several installs**: ``<archive>.owner`` names the PySpark install the archive
+  serves. Making an archive removes only the archives no install will map again
+  (:func:`stale_archives`) — never another checkout's that is still good.
 * **Nothing on stdout**: the JVM shares the process's stdout (``--json`` prints there), and
   its unified logging writes warnings to stdout by default. With the archive, the options
   turn logging off, send warnings and the VM's own output to stderr, and ``-Xshare:auto``
@@ -73,13 +76,28 @@ def _fingerprint(path: Path) -> str:
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
+def _jars() -> Path:
+    """PySpark's class path: the ``jars`` folder of the PySpark this process imports."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _jars_digest(jars: Path) -> str:
+    """The class path's jars by name, size and time (what the JVM checks an archive by)."""
+    digest = hashlib.sha256()
+    for part in sorted(_fingerprint(p) for p in jars.glob("*.jar")):
+        digest.update(part.encode() + b"\n")
+    return digest.hexdigest()
+
+
 def archive_path(jvm_options: str) -> Path | None:
     """The archive for a driver JVM started with ``jvm_options`` here (it may not exist);
     None when no ``java`` or no PySpark install is found."""
     import pyspark
 
     java = _java()
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = _jars()
     if java is None or not jars.is_dir():
         return None
     digest = hashlib.sha256()
@@ -89,6 +107,46 @@ def archive_path(jvm_options: str) -> Path | None:
     for part in parts:
         digest.update(part.encode() + b"\n")
     return cache_dir() / f"driver-classes-{digest.hexdigest()[:20]}.jsa"
+
+
+def owner_record(path: Path) -> Path:
+    """Where the install an archive serves is named: its PySpark ``jars`` folder and the
+    digest of its jars, a line each (see :func:`stale_archives`)."""
+    return path.with_name(path.name + ".owner")
+
+
+def ownership(jars: Path | None = None) -> str:
+    """The text of the owner record of the install whose class path is ``jars`` (default:
+    this one)."""
+    jars = jars if jars is not None else _jars()
+    return f"{jars}\n{_jars_digest(jars)}\n"
+
+
+def stale_archives(path: Path) -> list[Path]:
+    """The files of the archives beside ``path`` that no install will map again, which the
+    maker of ``path`` removes (each archive with its size and owner records).
+
+    The cache is shared by every isrlab install of the user (a second checkout, a clone made
+    to chase a bug, each with its own ``.venv``), and an archive serves one class path: so
+    another install's archive is kept while that install is there as it was. Stale are:
+    this install's other archives (another JDK, Spark or JVM options here); an archive
+    whose install is gone or whose jars changed since; and one made before owner records
+    existed, which names no install."""
+    here = str(_jars())
+    stale: list[Path] = []
+    for other in sorted(path.parent.glob("driver-classes-*.jsa")):
+        if other == path:
+            continue
+        try:
+            owner, digest = owner_record(other).read_text().splitlines()[:2]
+        except (OSError, ValueError):
+            owner = digest = ""
+        jars = Path(owner) if owner else None
+        if (jars is None or owner == here or not jars.is_dir()
+                or _jars_digest(jars) != digest):
+            stale += [p for p in (other, size_record(other), owner_record(other))
+                      if p.exists()]
+    return stale
 
 
 def with_archive(jvm_options: str) -> str:
@@ -129,4 +187,4 @@ def _quoted(path: Path | str) -> str:
 
 
 __all__ = ["CHECK_ENV", "DUMP_ENV", "USE_ENV", "archive_path", "cache_dir", "checked",
-           "size_record", "with_archive"]
+           "owner_record", "ownership", "size_record", "stale_archives", "with_archive"]

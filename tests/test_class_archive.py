@@ -75,3 +75,60 @@ def test_the_archive_lives_in_the_users_cache(tmp_path: Path) -> None:
     path = C.archive_path(OPTIONS)
     assert path is not None and path.parent == tmp_path / "cache" / "isrlab"
     assert path.name.startswith("driver-classes-") and path.suffix == ".jsa"
+
+
+def _install(tmp_path: Path, name: str) -> Path:
+    """Another install's PySpark class path: a ``jars`` folder with one jar."""
+    jars = tmp_path / name / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core.jar").write_bytes(b"\0" * 100)
+    return jars
+
+
+def _made_for(jars: Path | None, key: str) -> Path:
+    """An archive of another key, owned by the install at ``jars`` (None: no owner record,
+    as archives were made before owner records)."""
+    path = C.cache_dir() / f"driver-classes-{key}.jsa"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\0" * 4096)
+    C.size_record(path).write_text("4096\n")
+    if jars is not None:
+        C.owner_record(path).write_text(C.ownership(jars))
+    return path
+
+
+def test_making_an_archive_removes_only_the_archives_no_install_maps_again(
+        tmp_path: Path) -> None:
+    """The cache is the user's, shared by every checkout: a second clone's ``make demo`` used
+    to delete the first clone's good archive (its class path differs, so its key does),
+    and each then made its own again in turn. Now only what nothing will map goes."""
+    new = _made()
+    here = _made(f"{OPTIONS} -Xmx2g")   # this install, other options: never mapped again
+    C.owner_record(here).write_text(C.ownership())
+    live = _made_for(_install(tmp_path, "clone"), "0" * 20)       # another checkout's
+    gone = _made_for(tmp_path / "deleted" / "jars", "1" * 20)     # its install removed
+    changed_jars = _install(tmp_path, "upgraded")
+    changed = _made_for(changed_jars, "2" * 20)
+    (changed_jars / "spark-core.jar").write_bytes(b"\0" * 200)    # Spark reinstalled there
+    legacy = _made_for(None, "3" * 20)                            # names no install
+    stale = set(C.stale_archives(new))
+    for path in (here, gone, changed):
+        assert {path, C.size_record(path), C.owner_record(path)} <= stale
+    assert {legacy, C.size_record(legacy)} <= stale
+    assert not {live, C.size_record(live), C.owner_record(live), new} & stale
+    assert len(stale) == 11
+
+
+def test_an_archive_made_before_owner_records_is_given_one_when_asked_for_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``make demo`` on a checkout whose archive is already there names its install, so
+    that another checkout's maker keeps it."""
+    from cli.class_archive import main
+    from spark_analysis.session import QUICK_JVM_OPTIONS
+    path = _made(QUICK_JVM_OPTIONS)
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("{}\n")
+    assert main([str(trace)]) == 0
+    assert "already made" in capsys.readouterr().out
+    assert C.owner_record(path).read_text() == C.ownership()
+    assert C.ownership().splitlines()[0].endswith("/pyspark/jars")

@@ -44,7 +44,7 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from actors.quorum_controller import controller_id
+from actors.nodes import controller_id
 from traces.reader import Event, open_bytes
 from traces.schema import EVENTS
 
