@@ -57,6 +57,7 @@ def _write(path: Path, text: str) -> None:
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".record-",
                                      delete=False) as f:
         f.write(text)
+    os.chmod(f.name, 0o644)   # as a plain write would leave it (a temporary file is 0600)
     os.replace(f.name, path)
 
 
