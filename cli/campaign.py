@@ -59,7 +59,8 @@ def _parser() -> _Parser:
                 description="Run one scenario over a range of seeds on every core.")
     p.add_argument("scenario", help="a TOML file or the name of a catalog entry")
     p.add_argument("--seeds", required=True, help="A:B, both included")
-    p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes (default, or 0: all cores)")
     p.add_argument("--out", help="campaign directory (default: out/campaigns/NAME-DIGEST)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="scenario override, as for isrlab run")
@@ -80,7 +81,7 @@ def _parser() -> _Parser:
 def config_from_args(argv: Sequence[str]) -> CampaignConfig:
     args = _parser().parse_args(list(argv))
     if args.jobs < 0:
-        raise CampaignError(f"--jobs: must be >= 1, got {args.jobs}")
+        raise CampaignError(f"--jobs: must be >= 1, or 0 for all cores; got {args.jobs}")
     if args.shrink < 0:
         raise CampaignError(f"--shrink: must be >= 1, got {args.shrink}")
     overrides = list(args.set)

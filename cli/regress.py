@@ -27,11 +27,17 @@ def main(argv: list[str]) -> int:
                         help="the suite's folder (default: tests/regressions)")
     parser.add_argument("--only", metavar="NAME,...",
                         help="only these entries (no catalog discovery)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="runs at a time (default, or 0: all cores)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
+    if args.jobs < 0:
+        print(f"isrlab regress: --jobs: must be >= 1, or 0 for all cores; got {args.jobs}",
+              file=sys.stderr)
+        return 2
+    jobs = args.jobs or os.cpu_count() or 1
     from emulator.scenario import ScenarioError
 
     only = ([n.strip() for n in args.only.split(",") if n.strip()]
@@ -46,14 +52,14 @@ def main(argv: list[str]) -> int:
             # it replaces the traces and the index it finds there: only in a folder that is
             # new, empty or a regression suite's own (it holds index.json)
             claim_folder(args.dir, "--dir", INDEX, "a regression folder")
-            changed = record(args.dir, only=only, jobs=args.jobs)
+            changed = record(args.dir, only=only, jobs=jobs)
             print(f"recorded {index}: {changed} change(s); commit the traces and the index")
             return 0
         if not index.exists():
             print(f"isrlab: {index}: no regression index: record one with "
                   "`isrlab regress --record`", file=sys.stderr)
             return 2
-        outcome = verify(args.dir, only=only, jobs=args.jobs)
+        outcome = verify(args.dir, only=only, jobs=jobs)
     except (TraceError, ScenarioError, FileRefused) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return 2

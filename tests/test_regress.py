@@ -136,6 +136,16 @@ def test_a_missing_index_is_bad_input(
     assert "regress --record" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("jobs", ["-1", "-3"])
+def test_a_negative_jobs_count_is_one_line_and_exit_2(
+    jobs: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It used to run the suite one entry at a time, as if asked for that."""
+    assert regress_door.main(["--jobs", jobs]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--jobs: must be >= 1, or 0 for all cores; got {jobs}" in err
+
+
 def test_fit_keeps_scripted_faults_and_scales_rates_down() -> None:
     overrides = regress.fit("default")
     assert not any(o.startswith("duration_s=") for o in overrides)  # faults end at 17 s
