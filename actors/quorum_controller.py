@@ -34,7 +34,9 @@ One :class:`QuorumController` per voter of ``controller.quorum.voters`` (scenari
   committed. An operation that wrote nothing answers once
   everything appended before it is committed (it may have read it). Losing the leadership
   drops the purgatory (the brokers retry against the new active controller, as Kafka's
-  NOT_CONTROLLER path does).
+  NOT_CONTROLLER path does). Every ``metadata.max.idle.interval.ms`` (500 ms) the active
+  controller also appends a ``NoOpRecord`` (KIP-835), which keeps the log and the high
+  watermark moving in a quiet cluster.
 * A controller that is not active answers a broker's registration, heartbeat and controlled
   shutdown with :class:`~actors.quorum_messages.NotController` naming the leader it knows;
   other requests are dropped (their senders retry).
@@ -94,6 +96,9 @@ OBSERVER_ACTOR: Final = "raft"
 #: the shortest wait between two polls of an observer whose client asks to be polled again
 #: at once (see :meth:`MetadataObserver._step`)
 OBSERVER_SPIN_MS: Final = 1
+#: ``metadata.max.idle.interval.ms`` (KIP-835, Kafka 3.3+; its default): how often the
+#: active controller appends a ``NoOpRecord`` (see :meth:`QuorumController._write_no_op`)
+METADATA_MAX_IDLE_INTERVAL_MS: Final = 500
 
 
 def raft_address(node_id: int, voters: tuple[int, ...]) -> Address:
@@ -135,6 +140,14 @@ class RaftTick:
 class _InnerTimer:
     generation: int
     msg: Any
+
+
+@dataclass(slots=True)
+class _WriteNoOp:
+    """The active controller's ``writeNoOpRecord`` event, for the activation ``generation``
+    that scheduled it (a renounce makes it stale)."""
+
+    generation: int
 
 
 # -- metadata records ------------------------------------------------------------------------
@@ -203,7 +216,7 @@ def apply_record(st: ControllerStore, rec: Any) -> None:
         st.brokers.pop(rec[1], None)
     elif kind == "ControllerMeta":
         st.controller_epoch, st.next_broker_epoch, st.bootstrapped = rec[1], rec[2], rec[3]
-    elif kind not in ("TopicRecord", "Trace"):
+    elif kind not in ("TopicRecord", "Trace", "NoOpRecord"):
         raise ValueError(f"unknown metadata record {kind!r}")
 
 
@@ -426,6 +439,10 @@ class QuorumController(_RaftShell):
             if self.inner is not None and msg.generation == self._generation:
                 self._run(msg.msg, (self.node, self.name))
                 self._step()
+        elif t is _WriteNoOp:
+            if self.inner is not None and msg.generation == self._generation:
+                self._write_no_op()
+                self._step()
         elif isinstance(msg, _CONTROLLER_REQUESTS):
             if self.inner is not None:
                 # the batch is appended now; a step then answers the fetches parked on the
@@ -577,6 +594,30 @@ class QuorumController(_RaftShell):
         self.working.controller_epoch = epoch - 1   # Controller.start bumps it
         self.inner = self.make_controller(self.working)
         self._run(None, (self.node, self.name))
+        self._schedule_no_op()
+
+    def _schedule_no_op(self) -> None:
+        """``maybeScheduleNextWriteNoOpRecord``: the next ``NoOpRecord`` one
+        ``metadata.max.idle.interval.ms`` from now, scheduled when the controller becomes
+        active and again each time one is written; a renounce cancels it
+        (``cancelNextWriteNoOpRecord``: here, a new generation makes it stale)."""
+        self._out.append(Timer(METADATA_MAX_IDLE_INTERVAL_MS * 1000,
+                               _WriteNoOp(self._generation)))
+
+    def _write_no_op(self) -> None:
+        """The ``writeNoOpRecord`` event (3.7.0 and 4.1.0 ``QuorumController``, KIP-835): the
+        next one is scheduled first, then one ``NoOpRecord`` is appended as a batch of its
+        own, whatever else was written meanwhile. It changes no image; what it does is
+        keep the log moving, so a Fetch parked on the leader is answered and followers and
+        brokers learn the high watermark within about the interval, and a broker's applied
+        offset keeps advancing (its heartbeat's ``currentMetadataOffset``)."""
+        client = self.client
+        assert client is not None
+        self._schedule_no_op()
+        try:
+            client.schedule_append(self.active_epoch, [("NoOpRecord",)], self.now_ms)
+        except NotLeaderError:
+            self._renounce()
 
     def _renounce(self) -> None:
         """``QuorumController.renounce``: back to the committed image; what waited for a

@@ -31,7 +31,7 @@ FIRST_DETECTION = {
     "s10-lossy-crash-beyond-min-isr": 2,
     "s13-kafka13141-diverging-fetch-hw": 11,
     "s17-kafka7415-leader-without-epoch-entry": 80,
-    "kafka15665-reassign-completes-short": 202,
+    "kafka15665-reassign-completes-short": 42,
     "elr-keeps-removed-replica": 37,
 }
 

@@ -42,6 +42,8 @@ KAFKA_TEST_FILES: dict[str, str] = {
         "metadata/src/test/java/org/apache/kafka/controller/BrokerHeartbeatManagerTest.java",
     "BrokerHeartbeatTrackerTest":
         "metadata/src/test/java/org/apache/kafka/controller/BrokerHeartbeatTrackerTest.java",
+    "QuorumControllerTest":
+        "metadata/src/test/java/org/apache/kafka/controller/QuorumControllerTest.java",
     "ReplicationControlManagerTest":
         "metadata/src/test/java/org/apache/kafka/controller/ReplicationControlManagerTest.java",
     "PartitionChangeBuilderTest":

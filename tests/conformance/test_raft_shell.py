@@ -2,18 +2,29 @@
 a controller voter and a broker's observer), held against Kafka 3.7.0: the transport's
 request timeout (``KafkaNetworkChannel`` over a ``NetworkClient``), and the leader's append
 answering the fetches parked on it at once (``KafkaRaftClient.appendBatch`` ->
-``fetchPurgatory.maybeComplete``). Both were found by the safe campaigns of issue 52."""
+``fetchPurgatory.maybeComplete``), both found by the safe campaigns of issue 52; and the
+active controller's periodic ``NoOpRecord`` (``QuorumController``, KIP-835)."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from kafkacite import kafka
 
-from actors.controller import ControllerStore, PartitionRecord
+from actors.controller import Controller, ControllerStore, PartitionRecord
 from actors.core import Disconnect, Emit, Send, Timer
+from actors.eras import rules_for
 from actors.messages import BrokerRegistration
-from actors.quorum_controller import MetadataObserver, RaftTick
+from actors.quorum_controller import (
+    METADATA_MAX_IDLE_INTERVAL_MS,
+    ControllerDisk,
+    MetadataObserver,
+    QuorumController,
+    QuorumView,
+    RaftTick,
+    _WriteNoOp,
+)
 from actors.raft.config import raft_rules_for
 
 
@@ -45,33 +56,74 @@ def test_a_raft_request_unanswered_for_the_request_timeout_fails_and_closes_the_
     assert (2_000_000, Disconnect(first.dst[0])) in effects
 
 
+def _active_single_voter(era: str = "3.7") -> tuple[QuorumController, list[Any]]:
+    """A one-voter quorum that elected itself and claimed the active role (its LeaderChange
+    committed), and the effects it queued meanwhile."""
+    base = ControllerStore()
+    base.partitions[("orders", 0)] = PartitionRecord("orders", 0, (1,), 1, False)
+    c = QuorumController(
+        "controller-3000", 3000, (3000,), ControllerDisk(), base, QuorumView(base),
+        lambda st: Controller(st, rules_for(era), brokers=(1,), session_timeout_ms=9000),
+        random.Random(1), raft_rules_for(era))
+    c.start()
+    effects: list[Any] = []
+    for _ in range(5):   # a one-voter quorum elects itself, commits its LeaderChange
+        out = c.drain()
+        effects += out
+        deadline = [e for e in out if type(e) is Timer and type(e.msg) is RaftTick]
+        if c.active:
+            break
+        c.now_us += deadline[-1].delay_us
+        c.handle(deadline[-1].msg, c.address)
+    assert c.active
+    return c, effects
+
+
+@kafka("3.7.0", "QuorumControllerTest", "testNoOpRecordWriteAfterTimeout")
+@kafka("4.1.0", "QuorumControllerTest", "testNoOpRecordWriteAfterTimeout")
+def test_the_active_controller_writes_a_no_op_record_every_max_idle_interval() -> None:
+    """3.7.0 and 4.1.0 ``QuorumController.maybeScheduleNextWriteNoOpRecord`` (KIP-835): once
+    active, the controller appends a ``NoOpRecord`` ``metadata.max.idle.interval.ms`` (500
+    ms) later, and schedules the next one each time it writes one; the high watermark moves
+    with it though no metadata changed. ``renounce`` cancels the schedule
+    (``cancelNextWriteNoOpRecord``). Without it, a quiet quorum's parked fetches waited for
+    their ``maxWaitMs`` and its brokers learnt a committed change up to ~1 s late."""
+    for era in ("3.7", "4.1"):
+        c, effects = _active_single_voter(era)
+        client = c.client
+        assert client is not None
+        (first,) = [e for e in effects if type(e) is Timer and type(e.msg) is _WriteNoOp]
+        assert first.delay_us == METADATA_MAX_IDLE_INTERVAL_MS * 1000
+        image = dict(c.image.partitions)
+        pending = first
+        for n in range(1, 3):
+            end, hw = client.log.end_offset, client.log.high_watermark
+            c.now_us += pending.delay_us
+            c.handle(pending.msg, c.address)
+            out = c.drain()
+            assert client.log.end_offset == end + 1
+            assert client.log.entries[-1][2] == ("NoOpRecord",)
+            assert client.log.high_watermark > hw          # one voter: committed at once
+            assert c.image.partitions == image             # it changes no metadata
+            (pending,) = [e for e in out if type(e) is Timer and type(e.msg) is _WriteNoOp]
+            assert pending.delay_us == METADATA_MAX_IDLE_INTERVAL_MS * 1000, n
+        c._renounce()   # noqa: SLF001 - what losing the leadership runs
+        end = client.log.end_offset
+        c.handle(pending.msg, c.address)                   # scheduled before: stale now
+        assert client.log.end_offset == end and not [
+            e for e in c.drain() if type(e) is Timer and type(e.msg) is _WriteNoOp]
+
+
 @kafka("3.7.0", "KafkaRaftClientTest", "testPurgatoryFetchSatisfiedByWrite")
 def test_a_controller_request_that_writes_records_answers_the_parked_fetches_at_once() -> None:
     """3.7.0 ``KafkaRaftClient.appendBatch`` completes the fetches parked on the leader
     (``fetchPurgatory.maybeComplete``) and its I/O thread sends the answers at once: an
     observer parked at the log end gets the new records with the request that wrote them,
     not at its fetch's ``maxWaitMs``."""
-    from actors.controller import Controller
-    from actors.eras import rules_for
-    from actors.quorum_controller import ControllerDisk, QuorumController, QuorumView
     from actors.quorum_messages import envelope, unwrap
     from actors.raft.messages import RaftFetchRequest, RaftFetchResponse
 
-    base = ControllerStore()
-    base.partitions[("orders", 0)] = PartitionRecord("orders", 0, (1,), 1, False)
-    c = QuorumController(
-        "controller-3000", 3000, (3000,), ControllerDisk(), base, QuorumView(base),
-        lambda st: Controller(st, rules_for("3.7"), brokers=(1,), session_timeout_ms=9000),
-        random.Random(1), raft_rules_for("3.7"))
-    c.start()
-    for _ in range(5):   # a one-voter quorum elects itself, commits its LeaderChange
-        deadline = [e for e in c.drain() if type(e) is Timer]
-        if c.active:
-            break
-        c.now_us += deadline[-1].delay_us
-        c.handle(deadline[-1].msg, c.address)
-    assert c.active
-    c.drain()
+    c, _ = _active_single_voter()
     end = c.client.log.end_offset  # type: ignore[union-attr]
     fetch = RaftFetchRequest(1, c.client.quorum.epoch, end,  # type: ignore[union-attr]
                              c.client.log.last_fetched_epoch, 500)  # type: ignore[union-attr]
