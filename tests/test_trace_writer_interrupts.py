@@ -40,7 +40,13 @@ class _InterruptedWhileWriting(io.BytesIO):
 
 def test_an_interrupt_during_a_flush_loses_no_line_and_the_sealed_trace_verifies(
         tmp_path: Path) -> None:
-    buf = _InterruptedWhileWriting()
+    _interrupted_run_verifies(_InterruptedWhileWriting(), tmp_path)
+
+
+def _interrupted_run_verifies(buf: _InterruptedWhileWriting | _InterruptedThroughAnotherThread,
+                              tmp_path: Path) -> None:
+    """Lines written through ``buf`` until the interrupt, then sealed as an aborted run: the
+    trace verifies whole (every seq in order, every crc, run_end's count and sha256)."""
     w = TraceWriter(None, buffer=buf)
     w.start(seed=1, scenario={}, fault_plan=[], protocol="4.1")
     with pytest.raises(KeyboardInterrupt):
@@ -51,7 +57,7 @@ def test_an_interrupt_during_a_flush_loses_no_line_and_the_sealed_trace_verifies
     w.close("aborted", error_type="KeyboardInterrupt", error_message="interrupted")
     path = tmp_path / "t.jsonl"
     path.write_bytes(buf.getvalue())
-    trace = read_trace(path)   # every seq in order, every crc, run_end's count and sha256
+    trace = read_trace(path)
     assert len(trace.events) + 1 == written
     assert trace.footer is not None and trace.footer["status"] == "aborted"
     assert trace.footer["events"] == written
@@ -88,20 +94,7 @@ def test_an_interrupt_that_another_thread_receives_during_a_flush_loses_no_line(
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
     try:
-        buf = _InterruptedThroughAnotherThread(other)
-        w = TraceWriter(None, buffer=buf)
-        w.start(seed=1, scenario={}, fault_plan=[], protocol="4.1")
-        with pytest.raises(KeyboardInterrupt):
-            for i in range(1_000):
-                w.emit(i, "broker-1", "broker", "tick", {"i": i})
-        assert buf.signalled
-        written = w.events
-        w.close("aborted", error_type="KeyboardInterrupt", error_message="interrupted")
+        _interrupted_run_verifies(_InterruptedThroughAnotherThread(other), tmp_path)
     finally:
         stop.set()
         other.join()
-    path = tmp_path / "t.jsonl"
-    path.write_bytes(buf.getvalue())
-    trace = read_trace(path)
-    assert len(trace.events) + 1 == written
-    assert trace.footer is not None and trace.footer["events"] == written
