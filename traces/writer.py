@@ -32,6 +32,7 @@ import hashlib
 import io
 import os
 import signal
+import threading
 import zlib
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
@@ -47,18 +48,38 @@ from traces.schema import SCHEMA_VERSION
 ISRLAB_VERSION = "0.1.0"
 
 
-_INTERRUPTS: Final = {signal.SIGINT, signal.SIGTERM}
+_INTERRUPTS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (blocked, not lost) until the block ends; their handlers then
-    run, and raise, after it."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+def _interrupts_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive inside the block have their handlers run after it.
+
+    Blocking them in this thread (``pthread_sigmask``) is not enough: the kernel hands a
+    process-directed signal to any thread that does not block it (a progress bar's monitor
+    thread, py4j's), and Python then runs the handler in the main thread at its next
+    bytecode, inside the block. So the Python handlers themselves are swapped, for the
+    block, for one that only notes the signal; once the old ones are back, each noted
+    signal is raised again in this thread. No Python handler runs outside the main thread
+    (nor can one be installed there), so there the block needs nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+
+    def note(signum: int, _frame: Any) -> None:
+        noted.append(signum)
+
+    old = [(s, h) for s in _INTERRUPTS if (h := signal.getsignal(s)) is not None]
+    for s, _ in old:
+        signal.signal(s, note)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, h in old:
+            signal.signal(s, h)
+        for signum in noted:
+            signal.raise_signal(signum)
 
 
 class _Sink:
@@ -80,8 +101,9 @@ class _Sink:
     # A run stopped by SIGINT or SIGTERM gets KeyboardInterrupt at whatever bytecode it is
     # running, and then seals the trace with run_end: a line is counted by being in
     # ``_lines`` (one append, nothing to keep in step with it), and a flush runs with those
-    # signals held, so that no interrupt lands between taking the batch and writing it (it
-    # did: 256 lines lost, and run_end's seq past the gap, so the trace did not verify).
+    # signals deferred, so that no interrupt lands between taking the batch and counting it
+    # as written (it did: 256 lines lost, or written twice when another thread took the
+    # signal; either way the trace did not verify).
     @property
     def count(self) -> int:
         return self._flushed + len(self._lines)
@@ -97,7 +119,7 @@ class _Sink:
     def flush(self) -> None:
         if not self._lines:
             return
-        with _interrupts_held():
+        with _interrupts_deferred():
             chunk = b"".join(self._lines)
             self._file.write(chunk)
             self._sha.update(chunk)
