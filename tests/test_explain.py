@@ -257,14 +257,16 @@ def test_a_last_known_leader_election_is_named_for_kip966_not_for_the_unclean_se
 
 def test_a_record_acked_after_the_cancel_took_its_copy_is_lost_to_the_elr_election(
         tmp_path: Path) -> None:
-    """The finding's own run (docs/findings/elr-keeps-removed-replica.md, seed 1): one record
-    is acknowledged by broker-1 after the cancel removed broker-3's replica (the leader had
-    not applied the change yet). broker-3's ISR join is the ELR election itself, not a
-    leader's expansion, so that record's chain is the same story as the others'
-    (``elr_election``), not the LESO check of a leader's expansion."""
+    """The finding's scenario (docs/findings/elr-keeps-removed-replica.md) at seed 2: one
+    record is acknowledged by broker-1 after the cancel removed broker-3's replica (the
+    leader had not applied the change yet). broker-3's ISR join is the ELR election itself,
+    not a leader's expansion, so that record's chain is the same story as the others'
+    (``elr_election``), not the LESO check of a leader's expansion. (The report's own run,
+    seed 1, showed such a record until the controller wrote KRaft's NoOpRecord: its leader
+    now learns the cancel sooner.)"""
     from helpers import run_to_bytes
 
-    res, data = run_to_bytes("elr-keeps-removed-replica", 1, [])
+    res, data = run_to_bytes("elr-keeps-removed-replica", 2, [])
     assert res.status == "ok"
     path = tmp_path / "elr.jsonl"
     path.write_bytes(data)

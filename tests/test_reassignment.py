@@ -78,15 +78,21 @@ def test_new_replicas_go_from_the_osr_into_the_isr_before_the_old_ones_leave() -
 
 
 def test_a_replica_removed_while_its_broker_was_down_is_deleted_when_it_returns() -> None:
-    """orders-1 [2,3,4] -> [5,3,4] while broker 2 is down: the move completes without it
-    (removing replicas need not catch up); when broker 2 restarts it still has the log,
-    learns from the metadata that it is no longer a replica, and deletes it."""
+    """orders-1 [2,3,4] -> [5,3,4] issued while broker 2 is down: the move completes without
+    it (a removing replica need not catch up: broker 2 is not in the ISR the move ends with);
+    when broker 2 restarts it still has the log, learns from the metadata that it is no
+    longer a replica, and deletes it. (The move ends about when broker 2 returns: broker
+    5's ISR join waits for broker 2's session to end and for its own catch-up.)"""
     evs = _events("reassign-under-load")
-    done = _of(evs, "reassignment", topic="orders", partition=1, phase="complete")[0]
+    crash = next(e for e in evs if e["event"] == "node_crash" and e["node"] == "broker-2")
     restart = next(e for e in evs if e["event"] == "node_restart" and e["node"] == "broker-2")
-    assert done["seq"] < restart["seq"]
+    start = _of(evs, "reassignment", topic="orders", partition=1, phase="start")[0]
+    done = _of(evs, "reassignment", topic="orders", partition=1, phase="complete")[0]
+    assert crash["seq"] < start["seq"] < restart["seq"] and start["removing"] == [2]
+    assert 2 not in done["isr"] and done["removed"] == [2]
     (deleted,) = _of(evs, "replica_deleted", topic="orders", partition=1)
-    assert deleted["replica"] == 2 and deleted["seq"] > restart["seq"] and deleted["leo"] > 0
+    assert deleted["replica"] == 2 and deleted["seq"] > max(restart["seq"], done["seq"])
+    assert deleted["leo"] > 0
 
 
 def test_a_cancel_needing_an_unclean_step_loses_writes_only_when_the_topic_allows_it() -> None:
