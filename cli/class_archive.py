@@ -17,6 +17,7 @@ as before).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from emulator.files import FileRefused, write_text
 from spark_analysis.class_archive import (
     CHECK_ENV,
     DUMP_ENV,
@@ -52,15 +54,6 @@ def _analysis(trace: str, out: str, env: dict[str, str]) -> str | None:
     return None
 
 
-def _write(path: Path, text: str) -> None:
-    """``text`` into ``path`` whole: written beside it under a temporary name, renamed."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".record-",
-                                     delete=False) as f:
-        f.write(text)
-    os.chmod(f.name, 0o644)   # as a plain write would leave it (a temporary file is 0600)
-    os.replace(f.name, path)
-
-
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m cli.class_archive TRACE", file=sys.stderr)
@@ -76,7 +69,8 @@ def main(argv: list[str]) -> int:
         return 1
     if checked(path):
         if not owner_record(path).exists():   # made before owner records: name its install
-            _write(owner_record(path), ownership())
+            with contextlib.suppress(FileRefused):   # another maker names it now
+                write_text(owner_record(path), ownership())
         print(f"class archive: {path} (already made)")
         return 0
     print("class archive: making the driver JVM's class archive for faster analyses (once "
@@ -96,8 +90,12 @@ def main(argv: list[str]) -> int:
         for stale in stale_archives(path):
             stale.unlink(missing_ok=True)   # nothing maps it again (another checkout's stays)
         os.replace(part, path)
-        _write(owner_record(path), ownership())
-        _write(size_record(path), f"{size}\n")
+        try:   # the size record last: until it is there, no analysis maps the archive
+            write_text(owner_record(path), ownership())
+            write_text(size_record(path), f"{size}\n")
+        except FileRefused as exc:   # another maker is writing them now
+            print(f"class archive: not made ({exc})", file=sys.stderr)
+            return 1
     print(f"class archive: {path} ({size >> 20} MiB): analyses of small inputs now start "
           f"faster")
     return 0
